@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * kpprof UAPI: the one header shared by the kernel module (kmod/), the
+ * preload shim and the collector (user/).  Everything that crosses the
+ * user/kernel boundary is defined here and only here.
+ *
+ * The device
+ * ==========
+ * /dev/kpprof is a misc device.  Privilege is per operation, like perf:
+ *
+ *   operation                          who may do it
+ *   ---------------------------------  ------------------------------------
+ *   open(2)                            anyone
+ *   write(2) one record (producer)     anyone, or members of the group set
+ *                                      by the module parameter producer_gid
+ *   mmap config page (pgoff 0), r/o    anyone
+ *   KPPROF_IOC_GET_INFO                anyone
+ *   KPPROF_IOC_GET_CONFIG              anyone
+ *   KPPROF_IOC_GET_FORMAT              anyone
+ *   KPPROF_IOC_SET_CONFIG              CAP_PERFMON or CAP_SYS_ADMIN
+ *   KPPROF_IOC_ADVANCE_CYCLE           CAP_PERFMON or CAP_SYS_ADMIN
+ *   KPPROF_IOC_GET_STATS               CAP_PERFMON or CAP_SYS_ADMIN
+ *   KPPROF_IOC_CONSUMER_ATTACH         CAP_PERFMON or CAP_SYS_ADMIN, and
+ *                                      only one file at a time (EBUSY)
+ *   mmap consumer page / ring, poll    the attached consumer file only
+ *
+ * Errors: EPERM for a missing privilege, ENOTTY for an unknown ioctl,
+ * EFAULT for a bad user pointer, EINVAL for a malformed argument or record
+ * (nothing is changed, nothing enters the ring), E2BIG for an argument
+ * struct larger than this kernel knows whose extra bytes are not zero,
+ * ENOBUFS when a valid record is dropped because the ring is full.
+ *
+ * Extensible structs follow the copy_struct_from_user() rule: each is
+ * versioned by its size, which is encoded in the ioctl number; new members
+ * are only ever appended, 64-bit aligned.  The kernel accepts any size
+ * from KPPROF_<X>_SIZE_VER0 up to PAGE_SIZE - 1: a shorter struct is
+ * zero-extended, a longer one is accepted only if its tail is zero.
+ * Output structs are copied up to the caller's size, zero-filled.
+ *
+ * Memory map (offsets in pages of the device file):
+ *
+ *   pgoff 0            config page, PROT_READ only: struct kpprof_config_page
+ *   pgoff 1            consumer page, read-write: __u64 cons_pos at offset 0
+ *   pgoff 2            producer page, read-only: __u64 prod_pos at offset 0
+ *   pgoff 3 ..         data pages (ring_size bytes), read-only, mapped twice
+ *                      in a row so a record that wraps the end of the ring
+ *                      reads contiguously
+ *
+ * A consumer maps pgoff 1 (one page) read-write and pgoff 2 (one page plus
+ * 2 * ring_size bytes) read-only.
+ *
+ * The ring
+ * ========
+ * Positions only grow; the byte at position p is at data[p & (ring_size - 1)].
+ * Each entry is a struct kpprof_ring_hdr followed by len bytes of record and
+ * padding up to a multiple of 8.  The consumer reads entries from cons_pos
+ * while cons_pos < prod_pos (prod_pos loaded with acquire semantics); an
+ * entry whose len has KPPROF_RING_BUSY set is still being written: stop
+ * there and retry later.  An entry with KPPROF_RING_DISCARD set is skipped.
+ * After reading, the consumer stores the new cons_pos with release
+ * semantics.  Space is only reclaimed when cons_pos moves.
+ */
+#ifndef _UAPI_KPPROF_H
+#define _UAPI_KPPROF_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define KPPROF_ABI_VERSION	1
+#define KPPROF_DEVICE_PATH	"/dev/kpprof"
+
+/* ---------------------------------------------------------------- limits */
+
+/* Deepest stack a record may carry, and the default configured depth. */
+#define KPPROF_STACK_DEPTH_MAX		128
+#define KPPROF_STACK_DEPTH_DEFAULT	64
+/* Longest path a mapping record may carry, NUL included. */
+#define KPPROF_PATH_MAX			4096
+#define KPPROF_BUILD_ID_MAX		20
+#define KPPROF_COMM_LEN			16
+
+/* Defaults, as in Go: 512 KiB between heap samples; contention off. */
+#define KPPROF_MEM_RATE_DEFAULT		(512 * 1024)
+#define KPPROF_CYCLE_PERIOD_MS_DEFAULT	1000
+/* cycle_period_ms is 0 (timer off) or in [MIN, MAX]. */
+#define KPPROF_CYCLE_PERIOD_MS_MIN	10
+#define KPPROF_CYCLE_PERIOD_MS_MAX	3600000
+
+/* ------------------------------------------------------------ config */
+
+/* Bits of kpprof_config.flags: which profiles producers should feed. */
+#define KPPROF_CFG_HEAP		(1U << 0)
+#define KPPROF_CFG_BLOCK	(1U << 1)
+#define KPPROF_CFG_MUTEX	(1U << 2)
+#define KPPROF_CFG_ALL		(KPPROF_CFG_HEAP | KPPROF_CFG_BLOCK | \
+				 KPPROF_CFG_MUTEX)
+
+/**
+ * struct kpprof_config - the sampling configuration
+ * @mem_rate:        mean bytes between heap samples (Poisson); 1 samples
+ *                   every allocation; 0 turns heap sampling off.
+ *                   At most 1 << 40.
+ * @block_rate:      block profile rate in ns: a wait of d >= rate is always
+ *                   recorded, a shorter one with probability d / rate;
+ *                   0 is off.  At most 1 << 40.
+ * @mutex_fraction:  each contended hand-off is recorded with probability
+ *                   1 / mutex_fraction; 0 is off.
+ * @max_stack_depth: frames producers capture, 1 .. KPPROF_STACK_DEPTH_MAX;
+ *                   records deeper than this are rejected.
+ * @cycle_period_ms: period of the timer that advances the cycle; 0 stops
+ *                   the timer, otherwise in [KPPROF_CYCLE_PERIOD_MS_MIN,
+ *                   KPPROF_CYCLE_PERIOD_MS_MAX].
+ * @flags:           KPPROF_CFG_* bits; a profile is sampled only when its
+ *                   bit is set and its rate is non-zero.  Unknown bits:
+ *                   EINVAL.
+ * @reserved:        must be zero.
+ *
+ * SET_CONFIG validates every field first and changes nothing on EINVAL.
+ */
+struct kpprof_config {
+	__u64 mem_rate;
+	__u64 block_rate;
+	__u32 mutex_fraction;
+	__u32 max_stack_depth;
+	__u32 cycle_period_ms;
+	__u32 flags;
+	__u64 reserved[2];
+};
+#define KPPROF_CONFIG_SIZE_VER0	48	/* sizeof first published struct */
+
+/**
+ * struct kpprof_config_page - what pgoff 0 of the device maps, read-only
+ * @seq:         generation counter, a seqcount: odd while the kernel is
+ *               updating @config, incremented by 2 per update.  Readers
+ *               load @seq (acquire), copy @config, load @seq again and
+ *               retry if it was odd or changed.  A shim caches the last
+ *               even value it saw and re-reads only when it changes.
+ * @abi_version: KPPROF_ABI_VERSION.
+ * @cycle:       the current cycle, for information only.
+ * @config:      the configuration in force.
+ */
+struct kpprof_config_page {
+	__u32 seq;
+	__u32 abi_version;
+	__u64 cycle;
+	struct kpprof_config config;
+};
+
+/* ------------------------------------------------------------ info */
+
+/* Feature bits of kpprof_info.features. */
+#define KPPROF_FEAT_CONFIG_PAGE	(1ULL << 0)
+#define KPPROF_FEAT_RING_MMAP	(1ULL << 1)
+#define KPPROF_FEAT_FORMAT_TEXT	(1ULL << 2)
+
+/**
+ * struct kpprof_info - what the module is (output only)
+ * @abi_version:     KPPROF_ABI_VERSION of the module.
+ * @page_size:       the kernel's PAGE_SIZE, the unit of mmap offsets.
+ * @features:        KPPROF_FEAT_* bits.
+ * @ring_size:       bytes of ring data (a power of two).
+ * @max_record_size: largest record write(2) accepts, in bytes.
+ * @producer_gid:    group allowed to write records, or -1 for anyone.
+ * @reserved:        zero.
+ */
+struct kpprof_info {
+	__u32 abi_version;
+	__u32 page_size;
+	__u64 features;
+	__u64 ring_size;
+	__u32 max_record_size;
+	__s32 producer_gid;
+	__u64 reserved[4];
+};
+#define KPPROF_INFO_SIZE_VER0	64
+
+/* ------------------------------------------------------------ stats */
+
+/* Why an accepted-for-validation record did not enter the ring. */
+enum {
+	KPPROF_DROP_RING_FULL = 0,	/* no room between prod and cons */
+	KPPROF_DROP_DISABLED = 1,	/* the profile's flag is off */
+	KPPROF_DROP_REASONS = 4		/* size of the array, room to grow */
+};
+
+/**
+ * struct kpprof_stats - ring and record statistics (output only)
+ * @accepted:        records that entered the ring (producers' and the
+ *                   kernel's own cycle records).
+ * @accepted_bytes:  ring bytes those took, headers and padding included.
+ * @dropped:         valid records not taken, by KPPROF_DROP_* reason.
+ * @rejected:        writes refused as malformed (EINVAL) or unprivileged.
+ * @cycle:           the current cycle.
+ * @prod_pos:        producer position.
+ * @cons_pos:        consumer position.
+ * @wakeups:         times the consumer was woken.
+ * @consumer_attached: 1 if a consumer is attached.
+ * @reserved0:       zero.
+ * @reserved:        zero.
+ *
+ * Once every entry is read: accepted == records read, and every record
+ * offered was either accepted, dropped (by reason) or rejected.
+ */
+struct kpprof_stats {
+	__u64 accepted;
+	__u64 accepted_bytes;
+	__u64 dropped[KPPROF_DROP_REASONS];
+	__u64 rejected;
+	__u64 cycle;
+	__u64 prod_pos;
+	__u64 cons_pos;
+	__u64 wakeups;
+	__u32 consumer_attached;
+	__u32 reserved0;
+	__u64 reserved[4];
+};
+#define KPPROF_STATS_SIZE_VER0	128
+
+/* ------------------------------------------------------------ format */
+
+/**
+ * struct kpprof_format_arg - fetch the record format text
+ * @buf:  user pointer (cast through uintptr_t) to a buffer for the text.
+ * @size: bytes available at @buf.
+ * @len:  out: bytes of text, excluding the NUL the kernel appends.  If
+ *        @size <= @len nothing is copied and the ioctl fails with
+ *        ENOSPC, so a caller can ask with size 0 first.
+ *
+ * The text is a sequence of ftrace-style event formats, one per record
+ * kind, separated by a blank line, each parseable by libtraceevent's
+ * tep_parse_format():
+ *
+ *   name: kpprof_alloc
+ *   ID: 1
+ *   format:
+ *   	field:__u16 kind;	offset:0;	size:2;	signed:0;
+ *   	...
+ *
+ *   print fmt: "..."
+ */
+struct kpprof_format_arg {
+	__u64 buf;
+	__u32 size;
+	__u32 len;
+};
+#define KPPROF_FORMAT_ARG_SIZE_VER0	16
+
+/* ------------------------------------------------------------ ioctls */
+
+#define KPPROF_IOC_MAGIC	0xB7
+
+#define KPPROF_IOC_GET_INFO	_IOR(KPPROF_IOC_MAGIC, 0x00, struct kpprof_info)
+#define KPPROF_IOC_GET_CONFIG	_IOR(KPPROF_IOC_MAGIC, 0x01, struct kpprof_config)
+#define KPPROF_IOC_SET_CONFIG	_IOW(KPPROF_IOC_MAGIC, 0x02, struct kpprof_config)
+/* Ends the current cycle now; the new cycle number is written to a __u64. */
+#define KPPROF_IOC_ADVANCE_CYCLE _IOR(KPPROF_IOC_MAGIC, 0x03, __u64)
+#define KPPROF_IOC_GET_STATS	_IOR(KPPROF_IOC_MAGIC, 0x04, struct kpprof_stats)
+#define KPPROF_IOC_GET_FORMAT	_IOWR(KPPROF_IOC_MAGIC, 0x05, struct kpprof_format_arg)
+/* Makes this file the consumer; no argument. */
+#define KPPROF_IOC_CONSUMER_ATTACH _IO(KPPROF_IOC_MAGIC, 0x06)
+
+/* ------------------------------------------------------------ ring */
+
+#define KPPROF_PGOFF_CONFIG	0
+#define KPPROF_PGOFF_CONSUMER	1
+#define KPPROF_PGOFF_PRODUCER	2	/* producer page, then data x 2 */
+
+#define KPPROF_RING_BUSY	(1U << 31)
+#define KPPROF_RING_DISCARD	(1U << 30)
+#define KPPROF_RING_LEN_MASK	(~(KPPROF_RING_BUSY | KPPROF_RING_DISCARD))
+
+/**
+ * struct kpprof_ring_hdr - precedes every record in the ring
+ * @len:   bytes of record that follow (before padding to 8), with the
+ *         KPPROF_RING_BUSY and KPPROF_RING_DISCARD bits.
+ * @pad:   zero.
+ */
+struct kpprof_ring_hdr {
+	__u32 len;
+	__u32 pad;
+};
+
+/* ------------------------------------------------------------ records */
+
+/*
+ * Record kinds.  A producer write(2)s exactly one whole record per call;
+ * the ring carries the same bytes with the kernel-owned header fields
+ * filled in.  KPPROF_REC_CYCLE is written by the kernel only.
+ */
+enum {
+	KPPROF_REC_ALLOC = 1,	/* a sampled allocation, with its stack */
+	KPPROF_REC_FREE = 2,	/* free of a sampled allocation */
+	KPPROF_REC_BLOCK = 3,	/* block profile event: the waiter's stack */
+	KPPROF_REC_MUTEX = 4,	/* mutex profile event: the unlocker's stack */
+	KPPROF_REC_MMAP = 5,	/* a loaded object */
+	KPPROF_REC_MUNMAP = 6,	/* an object unloaded */
+	KPPROF_REC_COMM = 7,	/* process start/fork/exec: name the process */
+	KPPROF_REC_CYCLE = 8,	/* kernel: cycle @cycle - 1 has ended */
+	KPPROF_REC_KINDS
+};
+
+/**
+ * struct kpprof_record - the header every record starts with
+ * @kind:    KPPROF_REC_*.
+ * @nr_pcs:  frames in the trailing pcs[] array (stack kinds), else 0;
+ *           1 .. max_stack_depth for stack kinds.
+ * @size:    total bytes of the record, this header included; a multiple
+ *           of 8 and equal to the write(2) count.
+ * @tgid:    kernel-owned: process id (initial pid namespace).
+ * @tid:     kernel-owned: thread id (initial pid namespace).
+ * @uid:     kernel-owned: real uid (initial user namespace).
+ * @cpu:     kernel-owned: CPU the record was written on.
+ * @time_ns: kernel-owned: CLOCK_MONOTONIC when the kernel accepted it.
+ * @cycle:   kernel-owned: the cycle in which the kernel accepted it.
+ *
+ * Kernel-owned fields must be zero in a write; any other value is EINVAL
+ * (a record cannot claim an identity).  The kernel fills them in.
+ */
+struct kpprof_record {
+	__u16 kind;
+	__u16 nr_pcs;
+	__u32 size;
+	__u32 tgid;
+	__u32 tid;
+	__u32 uid;
+	__u32 cpu;
+	__u64 time_ns;
+	__u64 cycle;
+};
+
+/**
+ * struct kpprof_rec_alloc - KPPROF_REC_ALLOC: one sampled allocation
+ * @hdr:   header, kind KPPROF_REC_ALLOC, nr_pcs >= 1.
+ * @addr:  address returned to the program; non-zero.
+ * @bytes: bytes the program asked for.
+ * @rate:  mem_rate the producer sampled with (>= 1), for unbiasing.
+ * @pcs:   absolute return addresses, leaf (caller of malloc) first.
+ */
+struct kpprof_rec_alloc {
+	struct kpprof_record hdr;
+	__u64 addr;
+	__u64 bytes;
+	__u64 rate;
+	__u64 pcs[];
+};
+
+/**
+ * struct kpprof_rec_free - KPPROF_REC_FREE: a sampled allocation freed
+ * @hdr:   header, kind KPPROF_REC_FREE, nr_pcs 0.
+ * @addr:  the address of an allocation the same process sampled; non-zero.
+ * @bytes: the size it was sampled with.
+ */
+struct kpprof_rec_free {
+	struct kpprof_record hdr;
+	__u64 addr;
+	__u64 bytes;
+};
+
+/**
+ * struct kpprof_rec_contention - KPPROF_REC_BLOCK and KPPROF_REC_MUTEX
+ * @hdr:    header, nr_pcs >= 1.
+ * @delay_ns: how long the waiter waited (BLOCK), or how long the waiters
+ *          of this hand-off waited in all (MUTEX); non-zero.
+ * @rate:   BLOCK: the block_rate in ns it was sampled with; MUTEX: the
+ *          mutex_fraction.  Non-zero.  The collector unbiases:
+ *          BLOCK with delay < rate counts rate / delay events of rate ns;
+ *          MUTEX counts rate events of rate * delay ns.
+ * @lock:   address of the lock, for information.
+ * @pcs:    BLOCK: the waiter's stack; MUTEX: the unlocker's.  Leaf first.
+ */
+struct kpprof_rec_contention {
+	struct kpprof_record hdr;
+	__u64 delay_ns;
+	__u64 rate;
+	__u64 lock;
+	__u64 pcs[];
+};
+
+/**
+ * struct kpprof_rec_mmap - KPPROF_REC_MMAP: an object mapped executable
+ * @hdr:          header, nr_pcs 0.
+ * @start:        first byte of the mapping; page aligned.
+ * @end:          byte after its last byte; > @start.
+ * @offset:       file offset of @start; page aligned.
+ * @build_id:     GNU build-id, @build_id_len bytes, the rest zero.
+ * @build_id_len: 0 .. KPPROF_BUILD_ID_MAX.
+ * @pad:          zero.
+ * @path_len:     bytes of @path including its NUL, 1 .. KPPROF_PATH_MAX.
+ * @path:         NUL-terminated, no NUL before the end, then zero padding
+ *                to the record's 8-byte-aligned size.
+ */
+struct kpprof_rec_mmap {
+	struct kpprof_record hdr;
+	__u64 start;
+	__u64 end;
+	__u64 offset;
+	__u8 build_id[KPPROF_BUILD_ID_MAX];
+	__u8 build_id_len;
+	__u8 pad[1];
+	__u16 path_len;
+	char path[];
+};
+
+/**
+ * struct kpprof_rec_munmap - KPPROF_REC_MUNMAP: an object unmapped
+ * @hdr:   header, nr_pcs 0.
+ * @start: as in the KPPROF_REC_MMAP it ends.
+ * @end:   > @start.
+ */
+struct kpprof_rec_munmap {
+	struct kpprof_record hdr;
+	__u64 start;
+	__u64 end;
+};
+
+/* Bits of kpprof_rec_comm.reason. */
+#define KPPROF_COMM_START	0	/* the shim initialised in a process */
+#define KPPROF_COMM_FORK	1	/* a forked child */
+#define KPPROF_COMM_EXEC	2	/* reserved: exec is seen as START */
+#define KPPROF_COMM_EXIT	3	/* the process is exiting */
+
+/**
+ * struct kpprof_rec_comm - KPPROF_REC_COMM: names a process
+ * @hdr:    header, nr_pcs 0.
+ * @reason: KPPROF_COMM_*.
+ * @ppid:   kernel-owned: parent's tgid; write 0.
+ * @comm:   kernel-owned: the task's comm; write zeros.
+ */
+struct kpprof_rec_comm {
+	struct kpprof_record hdr;
+	__u32 reason;
+	__u32 ppid;
+	char comm[KPPROF_COMM_LEN];
+};
+
+/**
+ * struct kpprof_rec_cycle - KPPROF_REC_CYCLE, written by the kernel only
+ * @hdr:     header; hdr.cycle is the new cycle, every later entry in the
+ *           ring has a cycle >= hdr.cycle, so cycle hdr.cycle - 1 is
+ *           complete once this entry is read.  tgid/tid/uid are 0.
+ *           A cycle record can itself be dropped when the ring is full;
+ *           any entry with hdr.cycle > k proves cycle k complete too.
+ * @reason:  0 timer, 1 ioctl.
+ * @pad:     zero.
+ */
+struct kpprof_rec_cycle {
+	struct kpprof_record hdr;
+	__u32 reason;
+	__u32 pad;
+};
+
+#endif /* _UAPI_KPPROF_H */
