@@ -28,7 +28,9 @@
  * EFAULT for a bad user pointer, EINVAL for a malformed argument or record
  * (nothing is changed, nothing enters the ring), E2BIG for an argument
  * struct larger than this kernel knows whose extra bytes are not zero,
- * ENOBUFS when a valid record is dropped because the ring is full.
+ * ENOBUFS when a valid record is dropped because the ring is full,
+ * ECANCELED when a valid record is dropped because the flag of its profile
+ * (KPPROF_CFG_*) is off.  Drops are counted in kpprof_stats.dropped[].
  *
  * Extensible structs follow the copy_struct_from_user() rule: each is
  * versioned by its size, which is encoded in the ioctl number; new members

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/kpprof: the file operations.  Privilege is checked per operation,
+ * like perf: anyone may open the device, write records and map the config
+ * page; consuming, configuring and reading statistics need CAP_PERFMON or
+ * CAP_SYS_ADMIN, and only one file at a time may be the consumer.
+ *
+ * Extensible ioctl arguments follow seccomp's recipe: dispatch on the
+ * command with its size bits masked off, take the size from the command,
+ * and copy_struct_from_user() (input) or a zero-filled copy (output).
+ */
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/uaccess.h>
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/smp.h>
+#include <linux/timekeeping.h>
+#include "kpp.h"
+
+/* The command with its size bits masked off (seccomp's EA_IOCTL). */
+#define KPP_IOC_BASE(cmd)	((cmd) & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT))
+
+static bool kpp_is_consumer(struct file *file)
+{
+	return READ_ONCE(kpp_dev.consumer) == file;
+}
+
+static bool kpp_producer_allowed(void)
+{
+	int gid = READ_ONCE(kpp_dev.producer_gid);
+
+	if (gid < 0)
+		return true;
+	return in_group_p(make_kgid(&init_user_ns, gid)) || perfmon_capable();
+}
+
+static ssize_t kpp_write(struct file *file, const char __user *ubuf,
+			 size_t len, loff_t *ppos)
+{
+	/* Stack records, the common case, are copied on the stack. */
+	u64 stackbuf[KPP_STACK_RECORD_SIZE_MAX / sizeof(u64)];
+	struct kpp_ring *rb = &kpp_dev.ring;
+	struct kpp_stamp stamp;
+	void *buf = stackbuf;
+	u32 flag;
+	int err;
+
+	if (!kpp_producer_allowed()) {
+		err = -EPERM;
+		goto err_reject;
+	}
+	if (len < sizeof(struct kpprof_record) || len > KPP_RECORD_SIZE_MAX) {
+		err = -EINVAL;
+		goto err_reject;
+	}
+	if (len > sizeof(stackbuf)) {
+		buf = kmalloc(len, GFP_KERNEL);
+		if (!buf)
+			return -ENOMEM;
+	}
+	if (copy_from_user(buf, ubuf, len)) {
+		err = -EFAULT;
+		goto err_reject;
+	}
+	err = kpp_record_validate(buf, len,
+				  kpp_config_max_depth(&kpp_dev.config));
+	if (err)
+		goto err_reject;
+
+	flag = kpp_record_flag(((struct kpprof_record *)buf)->kind);
+	if (flag && !(kpp_config_flags(&kpp_dev.config) & flag)) {
+		atomic64_inc(&rb->dropped[KPPROF_DROP_DISABLED]);
+		err = -ECANCELED;
+		goto out;
+	}
+	if (((struct kpprof_record *)buf)->kind == KPPROF_REC_COMM)
+		kpp_record_fill_comm(buf);
+
+	stamp.tgid = task_tgid_nr(current);
+	stamp.tid = task_pid_nr(current);
+	stamp.uid = from_kuid_munged(&init_user_ns, current_uid());
+	stamp.cpu = raw_smp_processor_id();
+	stamp.time_ns = ktime_get_ns();
+	err = kpp_ring_output(rb, buf, len, &stamp);
+	goto out;
+
+err_reject:
+	atomic64_inc(&rb->rejected);
+out:
+	if (buf != stackbuf)
+		kfree(buf);
+	return err ? err : len;
+}
+
+/* Copy an output struct of @ksize bytes to a caller's struct of @usize. */
+static int kpp_copy_struct_out(void __user *uarg, size_t usize,
+			       const void *karg, size_t ksize)
+{
+	if (copy_to_user(uarg, karg, min(usize, ksize)))
+		return -EFAULT;
+	if (usize > ksize && clear_user(uarg + ksize, usize - ksize))
+		return -EFAULT;
+	return 0;
+}
+
+static long kpp_ioctl_get_info(void __user *uarg, size_t usize)
+{
+	struct kpprof_info info = {
+		.abi_version = KPPROF_ABI_VERSION,
+		.page_size = PAGE_SIZE,
+		.features = KPPROF_FEAT_CONFIG_PAGE | KPPROF_FEAT_RING_MMAP |
+			    KPPROF_FEAT_FORMAT_TEXT,
+		.ring_size = kpp_dev.ring.size,
+		.max_record_size = KPP_RECORD_SIZE_MAX,
+		.producer_gid = READ_ONCE(kpp_dev.producer_gid),
+	};
+
+	return kpp_copy_struct_out(uarg, usize, &info, sizeof(info));
+}
+
+static long kpp_ioctl_get_config(void __user *uarg, size_t usize)
+{
+	struct kpprof_config cfg;
+
+	kpp_config_get(&kpp_dev.config, &cfg);
+	return kpp_copy_struct_out(uarg, usize, &cfg, sizeof(cfg));
+}
+
+static long kpp_ioctl_set_config(void __user *uarg, size_t usize)
+{
+	struct kpprof_config cfg;
+	int err;
+
+	err = copy_struct_from_user(&cfg, sizeof(cfg), uarg, usize);
+	if (err)
+		return err;
+	return kpp_config_set(&kpp_dev.config, &cfg);
+}
+
+static long kpp_ioctl_get_stats(void __user *uarg, size_t usize)
+{
+	struct kpprof_stats st;
+
+	memset(&st, 0, sizeof(st));
+	kpp_ring_stats(&kpp_dev.ring, &st);
+	st.consumer_attached = READ_ONCE(kpp_dev.consumer) != NULL;
+	return kpp_copy_struct_out(uarg, usize, &st, sizeof(st));
+}
+
+static long kpp_ioctl_get_format(void __user *uarg, size_t usize)
+{
+	struct kpprof_format_arg arg;
+	int err;
+
+	err = copy_struct_from_user(&arg, sizeof(arg), uarg, usize);
+	if (err)
+		return err;
+	if (arg.len)
+		return -EINVAL;	/* an output field: garbage here is a bug */
+
+	arg.len = kpp_dev.format_len;
+	if (arg.size <= kpp_dev.format_len) {
+		if (kpp_copy_struct_out(uarg, usize, &arg, sizeof(arg)))
+			return -EFAULT;
+		return -ENOSPC;
+	}
+	if (copy_to_user(u64_to_user_ptr(arg.buf), kpp_dev.format,
+			 kpp_dev.format_len + 1))
+		return -EFAULT;
+	return kpp_copy_struct_out(uarg, usize, &arg, sizeof(arg));
+}
+
+static long kpp_ioctl_advance_cycle(void __user *uarg)
+{
+	u64 cycle = kpp_ring_advance_cycle(&kpp_dev.ring, 1);
+
+	kpp_config_publish_cycle(&kpp_dev.config, cycle);
+	return put_user(cycle, (u64 __user *)uarg);
+}
+
+static long kpp_ioctl_attach(struct file *file)
+{
+	long ret = 0;
+
+	mutex_lock(&kpp_dev.consumer_lock);
+	if (kpp_dev.consumer == file)
+		ret = 0;
+	else if (kpp_dev.consumer)
+		ret = -EBUSY;
+	else
+		WRITE_ONCE(kpp_dev.consumer, file);
+	mutex_unlock(&kpp_dev.consumer_lock);
+	return ret;
+}
+
+/* Sizes an extensible argument may have: VER0 up to below a page. */
+static bool kpp_usize_ok(size_t usize, size_t ver0)
+{
+	return usize >= ver0 && usize < PAGE_SIZE;
+}
+
+static long kpp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	void __user *uarg = (void __user *)arg;
+	size_t usize = _IOC_SIZE(cmd);
+
+	BUILD_BUG_ON(sizeof(struct kpprof_config) != KPPROF_CONFIG_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct kpprof_info) != KPPROF_INFO_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct kpprof_stats) != KPPROF_STATS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct kpprof_format_arg) != KPPROF_FORMAT_ARG_SIZE_VER0);
+
+	/* commands without a size first: they must match exactly */
+	switch (cmd) {
+	case KPPROF_IOC_ADVANCE_CYCLE:
+		if (!perfmon_capable())
+			return -EPERM;
+		return kpp_ioctl_advance_cycle(uarg);
+	case KPPROF_IOC_CONSUMER_ATTACH:
+		if (!perfmon_capable())
+			return -EPERM;
+		return kpp_ioctl_attach(file);
+	}
+
+	switch (KPP_IOC_BASE(cmd)) {
+	case KPP_IOC_BASE(KPPROF_IOC_GET_INFO):
+		if (!kpp_usize_ok(usize, KPPROF_INFO_SIZE_VER0))
+			return -EINVAL;
+		return kpp_ioctl_get_info(uarg, usize);
+	case KPP_IOC_BASE(KPPROF_IOC_GET_CONFIG):
+		if (!kpp_usize_ok(usize, KPPROF_CONFIG_SIZE_VER0))
+			return -EINVAL;
+		return kpp_ioctl_get_config(uarg, usize);
+	case KPP_IOC_BASE(KPPROF_IOC_SET_CONFIG):
+		if (!kpp_usize_ok(usize, KPPROF_CONFIG_SIZE_VER0))
+			return -EINVAL;
+		if (!perfmon_capable())
+			return -EPERM;
+		return kpp_ioctl_set_config(uarg, usize);
+	case KPP_IOC_BASE(KPPROF_IOC_GET_STATS):
+		if (!kpp_usize_ok(usize, KPPROF_STATS_SIZE_VER0))
+			return -EINVAL;
+		if (!perfmon_capable())
+			return -EPERM;
+		return kpp_ioctl_get_stats(uarg, usize);
+	case KPP_IOC_BASE(KPPROF_IOC_GET_FORMAT):
+		if (!kpp_usize_ok(usize, KPPROF_FORMAT_ARG_SIZE_VER0))
+			return -EINVAL;
+		return kpp_ioctl_get_format(uarg, usize);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static int kpp_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	switch (vma->vm_pgoff) {
+	case KPPROF_PGOFF_CONFIG:
+		return kpp_config_mmap(&kpp_dev.config, vma);
+	case KPPROF_PGOFF_CONSUMER:
+		if (!kpp_is_consumer(file))
+			return -EPERM;
+		return kpp_ring_mmap_consumer(&kpp_dev.ring, vma);
+	case KPPROF_PGOFF_PRODUCER:
+		if (!kpp_is_consumer(file))
+			return -EPERM;
+		return kpp_ring_mmap_producer(&kpp_dev.ring, vma);
+	default:
+		return -EINVAL;
+	}
+}
+
+static __poll_t kpp_poll(struct file *file, struct poll_table_struct *pts)
+{
+	struct kpp_ring *rb = &kpp_dev.ring;
+
+	if (!kpp_is_consumer(file))
+		return EPOLLOUT | EPOLLWRNORM;
+
+	poll_wait(file, &rb->waitq, pts);
+	if (kpp_ring_readable(rb))
+		return EPOLLIN | EPOLLRDNORM | EPOLLOUT | EPOLLWRNORM;
+	return EPOLLOUT | EPOLLWRNORM;
+}
+
+static int kpp_release(struct inode *inode, struct file *file)
+{
+	mutex_lock(&kpp_dev.consumer_lock);
+	if (kpp_dev.consumer == file)
+		WRITE_ONCE(kpp_dev.consumer, NULL);
+	mutex_unlock(&kpp_dev.consumer_lock);
+	return 0;
+}
+
+static const struct file_operations kpp_fops = {
+	.owner = THIS_MODULE,
+	.write = kpp_write,
+	.unlocked_ioctl = kpp_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = kpp_mmap,
+	.poll = kpp_poll,
+	.release = kpp_release,
+	.llseek = noop_llseek,
+};
+
+static struct miscdevice kpp_miscdev = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "kpprof",
+	.fops = &kpp_fops,
+	.mode = 0666,
+};
+
+int kpp_dev_register(void)
+{
+	return misc_register(&kpp_miscdev);
+}
+
+void kpp_dev_unregister(void)
+{
+	misc_deregister(&kpp_miscdev);
+}

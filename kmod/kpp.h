@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kpprof module internals: the one state object and the functions the
+ * files of kmod/ offer each other.  User space sees only ioctl/kpprof.h.
+ */
+#ifndef _KPP_H
+#define _KPP_H
+
+#include <linux/types.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+#include <linux/atomic.h>
+#include <linux/fs.h>
+#include <linux/poll.h>
+#include <kpprof.h>
+
+/* Bounds of the ring_size module parameter. */
+#define KPP_RING_SIZE_MIN	(64UL * 1024)
+#define KPP_RING_SIZE_MAX	(1UL << 30)
+#define KPP_RING_SIZE_DEFAULT	(4UL * 1024 * 1024)
+
+/* Largest record a producer may write: a mapping with the longest path. */
+#define KPP_RECORD_SIZE_MAX	(sizeof(struct kpprof_rec_mmap) + KPPROF_PATH_MAX)
+/* Largest record with a stack: what write(2) copies onto its own stack. */
+#define KPP_STACK_RECORD_SIZE_MAX					\
+	(sizeof(struct kpprof_rec_contention) + KPPROF_STACK_DEPTH_MAX * sizeof(__u64))
+
+/**
+ * struct kpp_ring - the multi-producer, single-consumer record ring
+ * @lock:        serialises reservations; guards @prod, @cycle and the
+ *               accepted counters.  Taken with interrupts off so that the
+ *               ring could be fed from any context later.
+ * @prod:        the producer position, the kernel's own copy; the page
+ *               user space sees (@prod_pos) is only ever written from it.
+ * @cycle:       the current cycle; read under @lock when a record is
+ *               reserved, so ring order is cycle order.
+ * @accepted:    records reserved (under @lock).
+ * @accepted_bytes: ring bytes they took (under @lock).
+ * @dropped:     valid records not taken, by KPPROF_DROP_*.
+ * @rejected:    malformed or unprivileged writes.
+ * @wakeups:     consumer wake-ups issued.
+ * @size:        bytes of data, a power of two; @mask is @size - 1.
+ * @watermark:   unread bytes that wake a waiting consumer.
+ * @pages:       the distinct pages: consumer, producer, then data.
+ * @nr_pages:    how many @pages holds.
+ * @area:        vmap of consumer page, producer page, data pages twice.
+ * @cons_pos:    on the consumer page: written by the consumer only, so
+ *               never trusted beyond the consumer's own data.
+ * @prod_pos:    on the producer page: read-only to user space.
+ * @data:        start of the first data mapping.
+ * @waitq:       the consumer sleeps here in poll().
+ */
+struct kpp_ring {
+	spinlock_t lock;
+	u64 prod;
+	u64 cycle;
+	u64 accepted;
+	u64 accepted_bytes;
+	atomic64_t dropped[KPPROF_DROP_REASONS];
+	atomic64_t rejected;
+	atomic64_t wakeups;
+	u64 size;
+	u64 mask;
+	u64 watermark;
+	struct page **pages;
+	int nr_pages;
+	void *area;
+	u64 *cons_pos;
+	u64 *prod_pos;
+	u8 *data;
+	wait_queue_head_t waitq;
+};
+
+/* Who stamps what into a record the ring accepts. */
+struct kpp_stamp {
+	u32 tgid;
+	u32 tid;
+	u32 uid;
+	u32 cpu;
+	u64 time_ns;
+};
+
+/**
+ * struct kpp_config_state - the sampling configuration
+ * @lock:    serialises changes; guards @cur and the config page.
+ * @cur:     the configuration in force.
+ * @page:    the page producers map read-only.
+ * @cycle_work: advances the cycle every @cur.cycle_period_ms.
+ */
+struct kpp_config_state {
+	struct mutex lock;
+	struct kpprof_config cur;
+	struct kpprof_config_page *page;
+	struct delayed_work cycle_work;
+};
+
+/**
+ * struct kpp_dev - the module's one instance
+ * @ring:      the ring.
+ * @config:    the configuration.
+ * @consumer_lock: guards @consumer.
+ * @consumer:  the file attached as consumer, or NULL.
+ * @format:    the record format text, NUL-terminated; @format_len without
+ *             the NUL.
+ * @producer_gid: group allowed to write records, or -1 for anyone.
+ */
+struct kpp_dev {
+	struct kpp_ring ring;
+	struct kpp_config_state config;
+	struct mutex consumer_lock;
+	struct file *consumer;
+	char *format;
+	size_t format_len;
+	int producer_gid;
+};
+
+extern struct kpp_dev kpp_dev;
+
+/* ring.c */
+int kpp_ring_init(struct kpp_ring *rb, u64 size, u64 watermark);
+void kpp_ring_free(struct kpp_ring *rb);
+int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
+		    const struct kpp_stamp *stamp);
+u64 kpp_ring_advance_cycle(struct kpp_ring *rb, u32 reason);
+bool kpp_ring_readable(struct kpp_ring *rb);
+void kpp_ring_wake_if_pending(struct kpp_ring *rb);
+int kpp_ring_mmap_consumer(struct kpp_ring *rb, struct vm_area_struct *vma);
+int kpp_ring_mmap_producer(struct kpp_ring *rb, struct vm_area_struct *vma);
+void kpp_ring_stats(struct kpp_ring *rb, struct kpprof_stats *st);
+
+/* config.c */
+int kpp_config_init(struct kpp_config_state *cs);
+void kpp_config_free(struct kpp_config_state *cs);
+void kpp_config_get(struct kpp_config_state *cs, struct kpprof_config *out);
+int kpp_config_set(struct kpp_config_state *cs, const struct kpprof_config *in);
+u32 kpp_config_max_depth(struct kpp_config_state *cs);
+u32 kpp_config_flags(struct kpp_config_state *cs);
+void kpp_config_publish_cycle(struct kpp_config_state *cs, u64 cycle);
+int kpp_config_mmap(struct kpp_config_state *cs, struct vm_area_struct *vma);
+
+/* record.c */
+int kpp_record_validate(const void *buf, size_t len, u32 max_depth);
+u32 kpp_record_flag(u16 kind);
+void kpp_record_fill_comm(void *rec);
+
+/* format.c */
+int kpp_format_build(char **text, size_t *len);
+
+/* dev.c */
+int kpp_dev_register(void);
+void kpp_dev_unregister(void);
+
+#endif /* _KPP_H */

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kpprof: module init and exit, and the module parameters.  The device
+ * is registered last, once everything it serves exists, and unregistered
+ * first.
+ */
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/slab.h>
+#include "kpp.h"
+
+struct kpp_dev kpp_dev;
+
+static unsigned long ring_size = KPP_RING_SIZE_DEFAULT;
+module_param(ring_size, ulong, 0444);
+MODULE_PARM_DESC(ring_size,
+		 "bytes of ring data: a power of two, 64 KiB .. 1 GiB (default 4 MiB)");
+
+static unsigned long wakeup_watermark = 64 * 1024;
+module_param(wakeup_watermark, ulong, 0444);
+MODULE_PARM_DESC(wakeup_watermark,
+		 "unread bytes that wake the consumer (clamped to ring_size / 2)");
+
+static int producer_gid = -1;
+module_param(producer_gid, int, 0444);
+MODULE_PARM_DESC(producer_gid,
+		 "only this group (and CAP_PERFMON) may write records; -1: anyone");
+
+static int __init kpp_mod_init(void)
+{
+	int err;
+
+	if (producer_gid < -1) {
+		pr_err("producer_gid %d: must be -1 or a group id\n", producer_gid);
+		return -EINVAL;
+	}
+	kpp_dev.producer_gid = producer_gid;
+	mutex_init(&kpp_dev.consumer_lock);
+
+	err = kpp_ring_init(&kpp_dev.ring, ring_size, wakeup_watermark);
+	if (err) {
+		if (err == -EINVAL)
+			pr_err("ring_size %lu: must be a power of two in [%lu, %lu]\n",
+			       ring_size, KPP_RING_SIZE_MIN, KPP_RING_SIZE_MAX);
+		goto err_ring;
+	}
+
+	err = kpp_format_build(&kpp_dev.format, &kpp_dev.format_len);
+	if (err)
+		goto err_format;
+
+	err = kpp_config_init(&kpp_dev.config);
+	if (err)
+		goto err_config;
+
+	err = kpp_dev_register();
+	if (err)
+		goto err_device;
+
+	pr_info("%s loaded: ABI %d, ring %lu KiB\n", KPPROF_VERSION,
+		KPPROF_ABI_VERSION, ring_size / 1024);
+	return 0;
+
+err_device:
+	kpp_config_free(&kpp_dev.config);
+err_config:
+	kfree(kpp_dev.format);
+err_format:
+	kpp_ring_free(&kpp_dev.ring);
+err_ring:
+	return err;
+}
+
+static void __exit kpp_mod_exit(void)
+{
+	kpp_dev_unregister();
+	kpp_config_free(&kpp_dev.config);
+	kfree(kpp_dev.format);
+	kpp_ring_free(&kpp_dev.ring);
+	pr_info("unloaded\n");
+}
+
+module_init(kpp_mod_init);
+module_exit(kpp_mod_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("kpprof: heap and lock contention profiler ring and configuration");
+MODULE_AUTHOR("kpprof developers");
+MODULE_VERSION(KPPROF_VERSION);
