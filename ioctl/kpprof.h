@@ -67,6 +67,7 @@
 
 #include <linux/types.h>
 #include <linux/ioctl.h>
+#include <linux/const.h>
 
 #define KPPROF_ABI_VERSION	1
 #define KPPROF_DEVICE_PATH	"/dev/kpprof"
@@ -91,9 +92,9 @@
 /* ------------------------------------------------------------ config */
 
 /* Bits of kpprof_config.flags: which profiles producers should feed. */
-#define KPPROF_CFG_HEAP		(1U << 0)
-#define KPPROF_CFG_BLOCK	(1U << 1)
-#define KPPROF_CFG_MUTEX	(1U << 2)
+#define KPPROF_CFG_HEAP		_BITUL(0)
+#define KPPROF_CFG_BLOCK	_BITUL(1)
+#define KPPROF_CFG_MUTEX	_BITUL(2)
 #define KPPROF_CFG_ALL		(KPPROF_CFG_HEAP | KPPROF_CFG_BLOCK | \
 				 KPPROF_CFG_MUTEX)
 
@@ -128,6 +129,7 @@ struct kpprof_config {
 	__u32 flags;
 	__u64 reserved[2];
 };
+
 #define KPPROF_CONFIG_SIZE_VER0	48	/* sizeof first published struct */
 
 /**
@@ -151,9 +153,9 @@ struct kpprof_config_page {
 /* ------------------------------------------------------------ info */
 
 /* Feature bits of kpprof_info.features. */
-#define KPPROF_FEAT_CONFIG_PAGE	(1ULL << 0)
-#define KPPROF_FEAT_RING_MMAP	(1ULL << 1)
-#define KPPROF_FEAT_FORMAT_TEXT	(1ULL << 2)
+#define KPPROF_FEAT_CONFIG_PAGE	_BITULL(0)
+#define KPPROF_FEAT_RING_MMAP	_BITULL(1)
+#define KPPROF_FEAT_FORMAT_TEXT	_BITULL(2)
 
 /**
  * struct kpprof_info - what the module is (output only)
@@ -174,6 +176,7 @@ struct kpprof_info {
 	__s32 producer_gid;
 	__u64 reserved[4];
 };
+
 #define KPPROF_INFO_SIZE_VER0	64
 
 /* ------------------------------------------------------------ stats */
@@ -216,6 +219,7 @@ struct kpprof_stats {
 	__u32 reserved0;
 	__u64 reserved[4];
 };
+
 #define KPPROF_STATS_SIZE_VER0	128
 
 /* ------------------------------------------------------------ format */
@@ -224,8 +228,9 @@ struct kpprof_stats {
  * struct kpprof_format_arg - fetch the record format text
  * @buf:  user pointer (cast through uintptr_t) to a buffer for the text.
  * @size: bytes available at @buf.
- * @len:  out: bytes of text, excluding the NUL the kernel appends.  If
- *        @size <= @len nothing is copied and the ioctl fails with
+ * @len:  out: bytes of text, excluding the NUL the kernel appends; must
+ *        be 0 on input (EINVAL otherwise).  If @size <= the text's length
+ *        nothing is copied, @len is still set and the ioctl fails with
  *        ENOSPC, so a caller can ask with size 0 first.
  *
  * The text is a sequence of ftrace-style event formats, one per record
@@ -235,8 +240,7 @@ struct kpprof_stats {
  *   name: kpprof_alloc
  *   ID: 1
  *   format:
- *   	field:__u16 kind;	offset:0;	size:2;	signed:0;
- *   	...
+ *   (tab)field:unsigned short common_type;(tab)offset:0;(tab)size:2;...
  *
  *   print fmt: "..."
  */
@@ -245,6 +249,7 @@ struct kpprof_format_arg {
 	__u32 size;
 	__u32 len;
 };
+
 #define KPPROF_FORMAT_ARG_SIZE_VER0	16
 
 /* ------------------------------------------------------------ ioctls */
@@ -267,9 +272,9 @@ struct kpprof_format_arg {
 #define KPPROF_PGOFF_CONSUMER	1
 #define KPPROF_PGOFF_PRODUCER	2	/* producer page, then data x 2 */
 
-#define KPPROF_RING_BUSY	(1U << 31)
-#define KPPROF_RING_DISCARD	(1U << 30)
-#define KPPROF_RING_LEN_MASK	(~(KPPROF_RING_BUSY | KPPROF_RING_DISCARD))
+#define KPPROF_RING_BUSY	0x80000000U
+#define KPPROF_RING_DISCARD	0x40000000U
+#define KPPROF_RING_LEN_MASK	0x3fffffffU
 
 /**
  * struct kpprof_ring_hdr - precedes every record in the ring

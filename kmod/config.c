@@ -14,9 +14,10 @@
 #include <linux/gfp.h>
 #include <linux/jiffies.h>
 #include <linux/io.h>
+#include <linux/bits.h>
 #include "kpp.h"
 
-#define KPP_RATE_MAX	(1ULL << 40)
+#define KPP_RATE_MAX	BIT_ULL(40)
 
 static const struct kpprof_config kpp_config_default = {
 	.mem_rate = KPPROF_MEM_RATE_DEFAULT,

@@ -146,7 +146,7 @@ static long kpp_ioctl_get_stats(void __user *uarg, size_t usize)
 
 	memset(&st, 0, sizeof(st));
 	kpp_ring_stats(&kpp_dev.ring, &st);
-	st.consumer_attached = READ_ONCE(kpp_dev.consumer) != NULL;
+	st.consumer_attached = !!READ_ONCE(kpp_dev.consumer);
 	return kpp_copy_struct_out(uarg, usize, &st, sizeof(st));
 }
 

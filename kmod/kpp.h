@@ -14,12 +14,13 @@
 #include <linux/atomic.h>
 #include <linux/fs.h>
 #include <linux/poll.h>
+#include <linux/sizes.h>
 #include <kpprof.h>
 
 /* Bounds of the ring_size module parameter. */
-#define KPP_RING_SIZE_MIN	(64UL * 1024)
-#define KPP_RING_SIZE_MAX	(1UL << 30)
-#define KPP_RING_SIZE_DEFAULT	(4UL * 1024 * 1024)
+#define KPP_RING_SIZE_MIN	SZ_64K
+#define KPP_RING_SIZE_MAX	SZ_1G
+#define KPP_RING_SIZE_DEFAULT	SZ_4M
 
 /* Largest record a producer may write: a mapping with the longest path. */
 #define KPP_RECORD_SIZE_MAX	(sizeof(struct kpprof_rec_mmap) + KPPROF_PATH_MAX)
@@ -53,7 +54,7 @@
  * @waitq:       the consumer sleeps here in poll().
  */
 struct kpp_ring {
-	spinlock_t lock;
+	spinlock_t lock;	/* see @lock above */
 	u64 prod;
 	u64 cycle;
 	u64 accepted;
@@ -90,7 +91,7 @@ struct kpp_stamp {
  * @cycle_work: advances the cycle every @cur.cycle_period_ms.
  */
 struct kpp_config_state {
-	struct mutex lock;
+	struct mutex lock;	/* see @lock above */
 	struct kpprof_config cur;
 	struct kpprof_config_page *page;
 	struct delayed_work cycle_work;
@@ -109,7 +110,7 @@ struct kpp_config_state {
 struct kpp_dev {
 	struct kpp_ring ring;
 	struct kpp_config_state config;
-	struct mutex consumer_lock;
+	struct mutex consumer_lock;	/* guards @consumer */
 	struct file *consumer;
 	char *format;
 	size_t format_len;

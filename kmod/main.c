@@ -41,7 +41,8 @@ static int __init kpp_mod_init(void)
 	if (err) {
 		if (err == -EINVAL)
 			pr_err("ring_size %lu: must be a power of two in [%lu, %lu]\n",
-			       ring_size, KPP_RING_SIZE_MIN, KPP_RING_SIZE_MAX);
+			       ring_size, (unsigned long)KPP_RING_SIZE_MIN,
+			       (unsigned long)KPP_RING_SIZE_MAX);
 		goto err_ring;
 	}
 
