@@ -30,9 +30,13 @@ deps:
 module:
 	@$(MAKE) -C $(KERNELDIR) M=$(PWD) V=$(V) KPPROF_VERSION=$(KPPROF_VERSION) modules
 
+# A second build tree, so the debug module (with in-module self-tests)
+# never overwrites ./kpprof.ko: build/module-debug/kpprof.ko.
 module-debug:
-	@$(MAKE) -C $(KERNELDIR) M=$(PWD) V=$(V) KPPROF_VERSION=$(KPPROF_VERSION) \
-		KPPROF_DEBUG=y modules
+	@rm -rf build/module-debug && mkdir -p build/module-debug
+	@cp -r Kbuild kmod ioctl build/module-debug/
+	@$(MAKE) -C $(KERNELDIR) M=$(PWD)/build/module-debug V=$(V) \
+		KPPROF_VERSION=$(KPPROF_VERSION)-debug KPPROF_DEBUG=y modules
 
 user:
 	@$(MAKE) -C user/shim

@@ -130,6 +130,14 @@ void kpp_ring_wake_if_pending(struct kpp_ring *rb);
 int kpp_ring_mmap_consumer(struct kpp_ring *rb, struct vm_area_struct *vma);
 int kpp_ring_mmap_producer(struct kpp_ring *rb, struct vm_area_struct *vma);
 void kpp_ring_stats(struct kpp_ring *rb, struct kpprof_stats *st);
+#ifdef DEBUG
+bool kpp_ring_selftest(void);
+#else
+static inline bool kpp_ring_selftest(void)
+{
+	return true;
+}
+#endif
 
 /* config.c */
 int kpp_config_init(struct kpp_config_state *cs);

@@ -34,6 +34,10 @@ static int __init kpp_mod_init(void)
 		pr_err("producer_gid %d: must be -1 or a group id\n", producer_gid);
 		return -EINVAL;
 	}
+	/* under DEBUG: self-tests first, before anything is registered */
+	if (!kpp_ring_selftest())
+		return -ENOTRECOVERABLE;
+
 	kpp_dev.producer_gid = producer_gid;
 	mutex_init(&kpp_dev.consumer_lock);
 

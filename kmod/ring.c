@@ -377,3 +377,5 @@ void kpp_ring_stats(struct kpp_ring *rb, struct kpprof_stats *st)
 	st->rejected = atomic64_read(&rb->rejected);
 	st->wakeups = atomic64_read(&rb->wakeups);
 }
+
+#include "selftest/ring.c"
