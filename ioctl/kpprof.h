@@ -445,7 +445,9 @@ struct kpprof_rec_comm {
  * @hdr:     header; hdr.cycle is the new cycle, every later entry in the
  *           ring has a cycle >= hdr.cycle, so cycle hdr.cycle - 1 is
  *           complete once this entry is read.  tgid/tid/uid are 0.
- *           A cycle record can itself be dropped when the ring is full;
+ *           The timer writes one only while a consumer is attached (the
+ *           ioctl always does); a cycle record can also be dropped when
+ *           the ring is full;
  *           any entry with hdr.cycle > k proves cycle k complete too.
  * @reason:  0 timer, 1 ioctl.
  * @pad:     zero.

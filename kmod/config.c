@@ -33,7 +33,8 @@ static void kpp_config_cycle_fn(struct work_struct *work)
 	struct kpp_config_state *cs = container_of(to_delayed_work(work),
 						   struct kpp_config_state,
 						   cycle_work);
-	u64 cycle = kpp_ring_advance_cycle(&kpp_dev.ring, 0);
+	u64 cycle = kpp_ring_advance_cycle(&kpp_dev.ring, 0,
+					   !!READ_ONCE(kpp_dev.consumer));
 	u32 period;
 
 	kpp_config_publish_cycle(cs, cycle);

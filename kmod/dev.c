@@ -175,7 +175,7 @@ static long kpp_ioctl_get_format(void __user *uarg, size_t usize)
 
 static long kpp_ioctl_advance_cycle(void __user *uarg)
 {
-	u64 cycle = kpp_ring_advance_cycle(&kpp_dev.ring, 1);
+	u64 cycle = kpp_ring_advance_cycle(&kpp_dev.ring, 1, true);
 
 	kpp_config_publish_cycle(&kpp_dev.config, cycle);
 	return put_user(cycle, (u64 __user *)uarg);

@@ -124,7 +124,7 @@ int kpp_ring_init(struct kpp_ring *rb, u64 size, u64 watermark);
 void kpp_ring_free(struct kpp_ring *rb);
 int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 		    const struct kpp_stamp *stamp);
-u64 kpp_ring_advance_cycle(struct kpp_ring *rb, u32 reason);
+u64 kpp_ring_advance_cycle(struct kpp_ring *rb, u32 reason, bool emit);
 bool kpp_ring_readable(struct kpp_ring *rb);
 void kpp_ring_wake_if_pending(struct kpp_ring *rb);
 int kpp_ring_mmap_consumer(struct kpp_ring *rb, struct vm_area_struct *vma);

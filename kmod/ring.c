@@ -271,13 +271,27 @@ int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
  * belongs to the new cycle.  If the ring is full the record is dropped
  * (counted) but the cycle still advances.
  *
+ * With @emit false the cycle advances without a record: the timer does
+ * that while no consumer is attached, so an idle ring does not fill up
+ * with cycle records (a later consumer learns of the cycles it missed from
+ * the next record's cycle).
+ *
  * Return: the new cycle.
  */
-u64 kpp_ring_advance_cycle(struct kpp_ring *rb, u32 reason)
+u64 kpp_ring_advance_cycle(struct kpp_ring *rb, u32 reason, bool emit)
 {
 	struct kpprof_ring_hdr *hdr;
 	struct kpprof_rec_cycle *rec;
+	unsigned long flags;
 	u64 cycle;
+
+	if (!emit) {
+		spin_lock_irqsave(&rb->lock, flags);
+		cycle = rb->cycle + 1;
+		WRITE_ONCE(rb->cycle, cycle);
+		spin_unlock_irqrestore(&rb->lock, flags);
+		return cycle;
+	}
 
 	/* the cycle advances even when the ring has no room for the record */
 	hdr = kpp_ring_reserve(rb, sizeof(*rec), &cycle, true);

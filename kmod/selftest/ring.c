@@ -119,7 +119,7 @@ static bool kpp_st_cycle(struct kpp_ring *rb)
 	bool ok = true;
 	u32 len;
 
-	now = kpp_ring_advance_cycle(rb, 1);
+	now = kpp_ring_advance_cycle(rb, 1, true);
 	ok &= kpp_st_check(now == before + 1, "cycle advanced by one");
 	got = kpp_st_peek(rb, &len);
 	if (!kpp_st_check(got && got->kind == KPPROF_REC_CYCLE &&
