@@ -12,7 +12,9 @@ __u64 rec_build__pc(__u64 seed, unsigned int i)
 
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	z ^= z >> 31;
+	/* a plausible user-space return address: non-zero, below 1 << 46 */
+	return (z & ((1ULL << 46) - 1)) | 0x400000;
 }
 
 static void rec_build__hdr(void *buf, __u16 kind, __u16 nr_pcs, size_t size)

@@ -23,12 +23,30 @@
  *   - MUNMAP start or end not page aligned ("as in the KPPROF_REC_MMAP it
  *     ends" suggests aligned, but says no more);
  *   - MMAP end not page aligned (only start and offset are said aligned);
- *   - COMM reason KPPROF_COMM_EXEC ("reserved").
+ *   - COMM reason KPPROF_COMM_EXEC ("reserved");
+ *   - a stack pc of 0 or outside user space (>= TASK_SIZE_MAX of x86-64),
+ *     and an MMAP or MUNMAP end beyond user space: "absolute return
+ *     addresses" and "first byte of the mapping" imply user addresses, but
+ *     the header does not require the kernel to check.
  */
 #include <string.h>
 
 #include "kpp_dev.h"
 #include "rec_model.h"
+
+/* x86-64 TASK_SIZE_MAX with 4-level page tables: (1 << 47) - PAGE_SIZE */
+#define USER_ADDR_END	((1ULL << 47) - 4096)
+
+/* pcs_either - some pc is not a user address (the header is silent) */
+static int pcs_either(const __u64 *pcs, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (!pcs[i] || pcs[i] >= USER_ADDR_END)
+			return 1;
+	return 0;
+}
 
 static int stack_kind(unsigned int kind)
 {
@@ -79,9 +97,9 @@ static enum rec_verdict check_mmap(const struct kpprof_rec_mmap *r, size_t count
 		INVALID("mmap: NUL inside path");
 	if (!all_zero(r->path + r->path_len, count - fixed - r->path_len))
 		INVALID("mmap: padding after path not zero");
-	if (r->end % lim->page_size) {
+	if (r->end % lim->page_size || r->end > USER_ADDR_END) {
 		if (why)
-			*why = "mmap: end not page aligned (header silent)";
+			*why = "mmap: end not page aligned or not user (header silent)";
 		v = REC_EITHER;
 	}
 	return v;
@@ -130,6 +148,11 @@ enum rec_verdict rec_model__check(const void *buf, size_t count,
 			INVALID("alloc: addr 0");
 		if (!r->rate)
 			INVALID("alloc: rate 0");
+		if (pcs_either(r->pcs, h->nr_pcs)) {
+			if (why)
+				*why = "alloc: pc not a user address (header silent)";
+			return REC_EITHER;
+		}
 		return REC_VALID;
 	}
 	case KPPROF_REC_BLOCK:
@@ -143,6 +166,11 @@ enum rec_verdict rec_model__check(const void *buf, size_t count,
 			INVALID("contention: delay_ns 0");
 		if (!r->rate)
 			INVALID("contention: rate 0");
+		if (pcs_either(r->pcs, h->nr_pcs)) {
+			if (why)
+				*why = "contention: pc not a user address (header silent)";
+			return REC_EITHER;
+		}
 		return REC_VALID;
 	}
 	case KPPROF_REC_FREE: {
@@ -161,9 +189,10 @@ enum rec_verdict rec_model__check(const void *buf, size_t count,
 			INVALID("munmap: wrong size");
 		if (r->end <= r->start)
 			INVALID("munmap: end <= start");
-		if (r->start % lim->page_size || r->end % lim->page_size) {
+		if (r->start % lim->page_size || r->end % lim->page_size ||
+		    r->end > USER_ADDR_END) {
 			if (why)
-				*why = "munmap: not page aligned (header silent)";
+				*why = "munmap: not page aligned or not user (header silent)";
 			return REC_EITHER;
 		}
 		return REC_VALID;

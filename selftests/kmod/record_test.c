@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * record_test: a producer's record comes back out of the ring byte for
+ * byte, with the kernel-owned fields stamped by the kernel: tgid, tid,
+ * real uid, cpu, CLOCK_MONOTONIC time and cycle (and ppid/comm for COMM).
+ * A record claiming any kernel-owned value is EINVAL and leaves prod_pos
+ * alone; a producer running under another uid is stamped with its real
+ * uid, whatever its effective uid.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <pthread.h>
+
+#include "kselftest_harness.h"
+#include "consumer_fixture.h"
+#include "rec_build.h"
+
+/* Bytes of the record the producer owns: all but the kernel-owned ones. */
+static int same_user_bytes(const void *want, const void *got, size_t len)
+{
+	const unsigned char *a = want, *b = got;
+	int comm = ((const struct kpprof_record *)want)->kind == KPPROF_REC_COMM;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (i >= offsetof(struct kpprof_record, tgid) &&
+		    i < sizeof(struct kpprof_record))
+			continue;
+		if (comm && i >= offsetof(struct kpprof_rec_comm, ppid))
+			continue;
+		if (a[i] != b[i])
+			return 0;
+	}
+	return 1;
+}
+
+static __u64 current_cycle(int fd)
+{
+	struct kpprof_stats st;
+
+	return dev__stats(fd, &st) ? ~0ULL : st.cycle;
+}
+
+/* Write each kind once and read it back. */
+TEST_F(ring, round_trip_every_kind)
+{
+	unsigned int n, ncpu = (unsigned int)sysconf(_SC_NPROCESSORS_CONF);
+	char comm[17] = { 0 };
+
+	ASSERT_EQ(0, prctl(PR_SET_NAME, "kpp-roundtrip"));
+	ASSERT_EQ(0, prctl(PR_GET_NAME, comm));
+	for (n = 0; n < 7; n++) {
+		const struct kpprof_record *got;
+		size_t len = rec_build__any(self->buf, n, 1000 + n);
+		__u16 kind = ((struct kpprof_record *)self->buf)->kind;
+		__u64 cycle = current_cycle(self->cfd), t0, t1;
+		__u32 glen;
+
+		t0 = now_ns();
+		ASSERT_EQ(0, dev__write(self->pfd, self->buf, len)) TH_LOG("kind %u", kind);
+		t1 = now_ns();
+		ASSERT_EQ(1, ring_reader__peek(&self->rr, &got, &glen)) TH_LOG("kind %u", kind);
+		EXPECT_EQ(len, glen);
+		EXPECT_EQ(kind, got->kind);
+		EXPECT_EQ(len, got->size);
+		EXPECT_TRUE(same_user_bytes(self->buf, got, len)) TH_LOG("kind %u payload", kind);
+		EXPECT_EQ((__u32)getpid(), got->tgid);
+		EXPECT_EQ((__u32)gettid(), got->tid);
+		EXPECT_EQ((__u32)getuid(), got->uid);
+		EXPECT_GT(ncpu, got->cpu);
+		EXPECT_LE(t0, got->time_ns);
+		EXPECT_GE(t1, got->time_ns);
+		EXPECT_EQ(cycle, got->cycle);
+		if (kind == KPPROF_REC_COMM) {
+			const struct kpprof_rec_comm *c = (const void *)got;
+
+			EXPECT_EQ((__u32)getppid(), c->ppid);
+			EXPECT_STREQ(comm, c->comm);
+		}
+		ring_reader__consume(&self->rr);
+	}
+	EXPECT_EQ(0, ring_reader__drain(&self->rr));
+}
+
+/* The deepest stack and the longest path are accepted and come back intact. */
+TEST_F(ring, round_trip_limits)
+{
+	const struct kpprof_record *got;
+	char *path = malloc(KPPROF_PATH_MAX);
+	__u32 glen;
+	size_t len;
+
+	ASSERT_NE(NULL, path);
+	memset(path, 'p', KPPROF_PATH_MAX - 1);
+	path[0] = '/';
+	path[KPPROF_PATH_MAX - 1] = '\0';
+	len = rec_build__mmap(self->buf, path, KPPROF_BUILD_ID_MAX);
+	ASSERT_EQ(0, dev__write(self->pfd, self->buf, len));
+	ASSERT_EQ(1, ring_reader__peek(&self->rr, &got, &glen));
+	EXPECT_EQ(len, glen);
+	EXPECT_TRUE(same_user_bytes(self->buf, got, len));
+	ring_reader__consume(&self->rr);
+
+	len = rec_build__alloc(self->buf, KPPROF_STACK_DEPTH_MAX, 77);
+	ASSERT_EQ(0, dev__write(self->pfd, self->buf, len));
+	ASSERT_EQ(1, ring_reader__peek(&self->rr, &got, &glen));
+	EXPECT_EQ(len, glen);
+	EXPECT_TRUE(same_user_bytes(self->buf, got, len));
+	ring_reader__consume(&self->rr);
+	free(path);
+}
+
+static void *thread_write(void *arg)
+{
+	unsigned char buf[KPP_REC_BUF_MAX];
+	int fd = *(int *)arg;
+	size_t len = rec_build__alloc(buf, 3, 5);
+
+	if (dev__write(fd, buf, len))
+		return NULL;
+	return (void *)(uintptr_t)gettid();
+}
+
+/* A record written by a second thread carries that thread's tid. */
+TEST_F(ring, thread_gets_own_tid)
+{
+	const struct kpprof_record *got;
+	pthread_t th;
+	void *ret;
+	__u32 glen;
+
+	ASSERT_EQ(0, pthread_create(&th, NULL, thread_write, &self->pfd));
+	ASSERT_EQ(0, pthread_join(th, &ret));
+	ASSERT_NE(NULL, ret);
+	ASSERT_EQ(1, ring_reader__peek(&self->rr, &got, &glen));
+	EXPECT_EQ((__u32)(uintptr_t)ret, got->tid);
+	EXPECT_EQ((__u32)getpid(), got->tgid);
+	EXPECT_NE(got->tgid, got->tid);
+	ring_reader__consume(&self->rr);
+}
+
+/*
+ * Each kernel-owned field, set non-zero by the producer, is refused with
+ * EINVAL and nothing enters the ring.
+ */
+TEST_F(ring, claimed_identity_einval)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+		size_t size;
+	} owned[] = {
+		{ "tgid", offsetof(struct kpprof_record, tgid), 4 },
+		{ "tid", offsetof(struct kpprof_record, tid), 4 },
+		{ "uid", offsetof(struct kpprof_record, uid), 4 },
+		{ "cpu", offsetof(struct kpprof_record, cpu), 4 },
+		{ "time_ns", offsetof(struct kpprof_record, time_ns), 8 },
+		{ "cycle", offsetof(struct kpprof_record, cycle), 8 },
+		/* the high byte alone: a check of only the low bits misses it */
+		{ "time_ns high byte", offsetof(struct kpprof_record, time_ns) + 7, 1 },
+		{ "comm.ppid", offsetof(struct kpprof_rec_comm, ppid), 4 },
+		{ "comm.comm[0]", offsetof(struct kpprof_rec_comm, comm), 1 },
+		{ "comm.comm[15]", offsetof(struct kpprof_rec_comm, comm) + 15, 1 },
+	};
+	struct kpprof_stats st0, st1;
+	unsigned int i;
+
+	ASSERT_EQ(0, dev__stats(self->cfd, &st0));
+	for (i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
+		__u64 prod = ring_reader__prod(&self->rr);
+		size_t len = rec_build__comm(self->buf, KPPROF_COMM_START);
+		/* a plausible claim: another process's pid */
+		__u64 claim = (__u64)getpid() + 1;
+
+		memcpy(self->buf + owned[i].off, &claim, owned[i].size);
+		if (owned[i].size == 1)
+			self->buf[owned[i].off] = 1;
+		EXPECT_EQ(-EINVAL, dev__write(self->pfd, self->buf, len))
+			TH_LOG("claimed %s", owned[i].name);
+		EXPECT_EQ(prod, ring_reader__prod(&self->rr))
+			TH_LOG("claimed %s: prod_pos moved", owned[i].name);
+	}
+	ASSERT_EQ(0, dev__stats(self->cfd, &st1));
+	EXPECT_EQ(st0.rejected + i, st1.rejected);
+	EXPECT_EQ(st0.accepted, st1.accepted);
+	EXPECT_EQ(0, ring_reader__drain(&self->rr));
+}
+
+/*
+ * A forked child switches to uid 4321 (real) and writes one record; with
+ * @keep_root_euid it keeps euid 0, which must not leak into the stamp.
+ */
+static void other_uid_writes(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(ring) *self, uid_t euid)
+{
+	const struct kpprof_record *got;
+	int status;
+	__u32 glen;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		unsigned char buf[KPP_REC_BUF_MAX];
+		size_t len = rec_build__alloc(buf, 2, 9);
+		int fd;
+
+		if (setresgid(4321, 4321, 4321) || setresuid(4321, euid, euid))
+			_exit(10);
+		fd = dev__open();
+		if (fd < 0)
+			_exit(11);
+		_exit(dev__write(fd, buf, len) ? 12 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("child step %d failed",
+						 WEXITSTATUS(status));
+	ASSERT_EQ(1, ring_reader__peek(&self->rr, &got, &glen));
+	EXPECT_EQ(4321, got->uid);
+	EXPECT_EQ((__u32)pid, got->tgid);
+	EXPECT_EQ((__u32)pid, got->tid);
+	ring_reader__consume(&self->rr);
+}
+
+TEST_F(ring, other_uid_stamped)
+{
+	other_uid_writes(_metadata, self, 4321);
+}
+
+TEST_F(ring, real_uid_not_effective)
+{
+	other_uid_writes(_metadata, self, 0);
+}
+
+/* The cpu stamp follows the writer: pin to each CPU in turn. */
+TEST_F(ring, cpu_stamp_follows_affinity)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	long c;
+
+	for (c = 0; c < ncpu && c < 4; c++) {
+		const struct kpprof_record *got;
+		cpu_set_t set;
+		__u32 glen;
+		size_t len;
+
+		CPU_ZERO(&set);
+		CPU_SET(c, &set);
+		ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
+		len = rec_build__free(self->buf, 0x1230, 8);
+		ASSERT_EQ(0, dev__write(self->pfd, self->buf, len));
+		ASSERT_EQ(1, ring_reader__peek(&self->rr, &got, &glen));
+		EXPECT_EQ((__u32)c, got->cpu);
+		ring_reader__consume(&self->rr);
+	}
+}
+
+TEST_HARNESS_MAIN
