@@ -18,6 +18,8 @@
 #include "consumer_fixture.h"
 #include "rec_build.h"
 
+CONSUMER_FIXTURE(ring)
+
 /* Bytes of the record the producer owns: all but the kernel-owned ones. */
 static int same_user_bytes(const void *want, const void *got, size_t len)
 {
@@ -54,19 +56,19 @@ TEST_F(ring, round_trip_every_kind)
 	ASSERT_EQ(0, prctl(PR_GET_NAME, comm));
 	for (n = 0; n < 7; n++) {
 		const struct kpprof_record *got;
-		size_t len = rec_build__any(self->buf, n, 1000 + n);
-		__u16 kind = ((struct kpprof_record *)self->buf)->kind;
-		__u64 cycle = current_cycle(self->cfd), t0, t1;
+		size_t len = rec_build__any(self->e.buf, n, 1000 + n);
+		__u16 kind = ((struct kpprof_record *)self->e.buf)->kind;
+		__u64 cycle = current_cycle(self->e.cfd), t0, t1;
 		__u32 glen;
 
 		t0 = now_ns();
-		ASSERT_EQ(0, dev__write(self->pfd, self->buf, len)) TH_LOG("kind %u", kind);
+		ASSERT_EQ(0, dev__write(self->e.pfd, self->e.buf, len)) TH_LOG("kind %u", kind);
 		t1 = now_ns();
-		ASSERT_EQ(1, ring_reader__peek(&self->rr, &got, &glen)) TH_LOG("kind %u", kind);
+		ASSERT_EQ(1, ring_reader__peek(&self->e.rr, &got, &glen)) TH_LOG("kind %u", kind);
 		EXPECT_EQ(len, glen);
 		EXPECT_EQ(kind, got->kind);
 		EXPECT_EQ(len, got->size);
-		EXPECT_TRUE(same_user_bytes(self->buf, got, len)) TH_LOG("kind %u payload", kind);
+		EXPECT_TRUE(same_user_bytes(self->e.buf, got, len)) TH_LOG("kind %u payload", kind);
 		EXPECT_EQ((__u32)getpid(), got->tgid);
 		EXPECT_EQ((__u32)gettid(), got->tid);
 		EXPECT_EQ((__u32)getuid(), got->uid);
@@ -80,9 +82,9 @@ TEST_F(ring, round_trip_every_kind)
 			EXPECT_EQ((__u32)getppid(), c->ppid);
 			EXPECT_STREQ(comm, c->comm);
 		}
-		ring_reader__consume(&self->rr);
+		ring_reader__consume(&self->e.rr);
 	}
-	EXPECT_EQ(0, ring_reader__drain(&self->rr));
+	EXPECT_EQ(0, ring_reader__drain(&self->e.rr));
 }
 
 /* The deepest stack and the longest path are accepted and come back intact. */
@@ -97,19 +99,19 @@ TEST_F(ring, round_trip_limits)
 	memset(path, 'p', KPPROF_PATH_MAX - 1);
 	path[0] = '/';
 	path[KPPROF_PATH_MAX - 1] = '\0';
-	len = rec_build__mmap(self->buf, path, KPPROF_BUILD_ID_MAX);
-	ASSERT_EQ(0, dev__write(self->pfd, self->buf, len));
-	ASSERT_EQ(1, ring_reader__peek(&self->rr, &got, &glen));
+	len = rec_build__mmap(self->e.buf, path, KPPROF_BUILD_ID_MAX);
+	ASSERT_EQ(0, dev__write(self->e.pfd, self->e.buf, len));
+	ASSERT_EQ(1, ring_reader__peek(&self->e.rr, &got, &glen));
 	EXPECT_EQ(len, glen);
-	EXPECT_TRUE(same_user_bytes(self->buf, got, len));
-	ring_reader__consume(&self->rr);
+	EXPECT_TRUE(same_user_bytes(self->e.buf, got, len));
+	ring_reader__consume(&self->e.rr);
 
-	len = rec_build__alloc(self->buf, KPPROF_STACK_DEPTH_MAX, 77);
-	ASSERT_EQ(0, dev__write(self->pfd, self->buf, len));
-	ASSERT_EQ(1, ring_reader__peek(&self->rr, &got, &glen));
+	len = rec_build__alloc(self->e.buf, KPPROF_STACK_DEPTH_MAX, 77);
+	ASSERT_EQ(0, dev__write(self->e.pfd, self->e.buf, len));
+	ASSERT_EQ(1, ring_reader__peek(&self->e.rr, &got, &glen));
 	EXPECT_EQ(len, glen);
-	EXPECT_TRUE(same_user_bytes(self->buf, got, len));
-	ring_reader__consume(&self->rr);
+	EXPECT_TRUE(same_user_bytes(self->e.buf, got, len));
+	ring_reader__consume(&self->e.rr);
 	free(path);
 }
 
@@ -132,14 +134,14 @@ TEST_F(ring, thread_gets_own_tid)
 	void *ret;
 	__u32 glen;
 
-	ASSERT_EQ(0, pthread_create(&th, NULL, thread_write, &self->pfd));
+	ASSERT_EQ(0, pthread_create(&th, NULL, thread_write, &self->e.pfd));
 	ASSERT_EQ(0, pthread_join(th, &ret));
 	ASSERT_NE(NULL, ret);
-	ASSERT_EQ(1, ring_reader__peek(&self->rr, &got, &glen));
+	ASSERT_EQ(1, ring_reader__peek(&self->e.rr, &got, &glen));
 	EXPECT_EQ((__u32)(uintptr_t)ret, got->tid);
 	EXPECT_EQ((__u32)getpid(), got->tgid);
 	EXPECT_NE(got->tgid, got->tid);
-	ring_reader__consume(&self->rr);
+	ring_reader__consume(&self->e.rr);
 }
 
 /*
@@ -168,25 +170,25 @@ TEST_F(ring, claimed_identity_einval)
 	struct kpprof_stats st0, st1;
 	unsigned int i;
 
-	ASSERT_EQ(0, dev__stats(self->cfd, &st0));
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
 	for (i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
-		__u64 prod = ring_reader__prod(&self->rr);
-		size_t len = rec_build__comm(self->buf, KPPROF_COMM_START);
+		__u64 prod = ring_reader__prod(&self->e.rr);
+		size_t len = rec_build__comm(self->e.buf, KPPROF_COMM_START);
 		/* a plausible claim: another process's pid */
 		__u64 claim = (__u64)getpid() + 1;
 
-		memcpy(self->buf + owned[i].off, &claim, owned[i].size);
+		memcpy(self->e.buf + owned[i].off, &claim, owned[i].size);
 		if (owned[i].size == 1)
-			self->buf[owned[i].off] = 1;
-		EXPECT_EQ(-EINVAL, dev__write(self->pfd, self->buf, len))
+			self->e.buf[owned[i].off] = 1;
+		EXPECT_EQ(-EINVAL, dev__write(self->e.pfd, self->e.buf, len))
 			TH_LOG("claimed %s", owned[i].name);
-		EXPECT_EQ(prod, ring_reader__prod(&self->rr))
+		EXPECT_EQ(prod, ring_reader__prod(&self->e.rr))
 			TH_LOG("claimed %s: prod_pos moved", owned[i].name);
 	}
-	ASSERT_EQ(0, dev__stats(self->cfd, &st1));
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
 	EXPECT_EQ(st0.rejected + i, st1.rejected);
 	EXPECT_EQ(st0.accepted, st1.accepted);
-	EXPECT_EQ(0, ring_reader__drain(&self->rr));
+	EXPECT_EQ(0, ring_reader__drain(&self->e.rr));
 }
 
 /*
@@ -219,11 +221,11 @@ static void other_uid_writes(struct __test_metadata *_metadata,
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("child step %d failed",
 						 WEXITSTATUS(status));
-	ASSERT_EQ(1, ring_reader__peek(&self->rr, &got, &glen));
+	ASSERT_EQ(1, ring_reader__peek(&self->e.rr, &got, &glen));
 	EXPECT_EQ(4321, got->uid);
 	EXPECT_EQ((__u32)pid, got->tgid);
 	EXPECT_EQ((__u32)pid, got->tid);
-	ring_reader__consume(&self->rr);
+	ring_reader__consume(&self->e.rr);
 }
 
 TEST_F(ring, other_uid_stamped)
@@ -251,11 +253,11 @@ TEST_F(ring, cpu_stamp_follows_affinity)
 		CPU_ZERO(&set);
 		CPU_SET(c, &set);
 		ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
-		len = rec_build__free(self->buf, 0x1230, 8);
-		ASSERT_EQ(0, dev__write(self->pfd, self->buf, len));
-		ASSERT_EQ(1, ring_reader__peek(&self->rr, &got, &glen));
+		len = rec_build__free(self->e.buf, 0x1230, 8);
+		ASSERT_EQ(0, dev__write(self->e.pfd, self->e.buf, len));
+		ASSERT_EQ(1, ring_reader__peek(&self->e.rr, &got, &glen));
 		EXPECT_EQ((__u32)c, got->cpu);
-		ring_reader__consume(&self->rr);
+		ring_reader__consume(&self->e.rr);
 	}
 }
 
