@@ -1,0 +1,73 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Tests of scripts/vm-run itself, run on the host (each case boots the VM,
+# about 5 s under TCG, so they are few): exit status, output, KPPROF_*
+# passing, the read-write working directory, and each way a run must fail
+# (dmesg warning, panic, timeout, missing module, rmmod failure).
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/selftests/lib/tap.sh"
+vmrun=$top/scripts/vm-run
+
+work=$(mktemp -d /tmp/vm-run-test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# vm ARGS...: runs vm-run from $work; sets rc, out (stdout), err (stderr).
+vm() {
+	(cd "$work" && "$vmrun" "$@" >"$work/.out" 2>"$work/.err")
+	rc=$?
+	out=$(cat "$work/.out") err=$(cat "$work/.err")
+}
+# expect NAME COND...: ok if COND holds, else not ok with what vm-run said.
+expect() {
+	local name=$1
+	shift
+	if "$@"; then
+		tap_ok "$name"
+	else
+		tap_diag "exit status $rc; stdout:" "$out" "stderr:" "$err"
+		tap_fail "$name"
+	fi
+}
+
+tap_plan 9
+
+# The working directory is under /tmp on purpose: the guest mounts a fresh
+# tmpfs on /tmp, and the share must still land on top of it.
+KPPROF_VMTEST_VALUE="a b'c" vm --no-module -- \
+	bash -c 'echo out-line; echo err-line >&2; echo "$KPPROF_VMTEST_VALUE"; echo written >file'
+expect "exit status 0 comes back" test $rc -eq 0
+expect "stdout and stderr of CMD, nothing else, on stdout" \
+	test "$out" = "out-line"$'\n'"err-line"$'\n'"a b'c"
+expect "a file written in the guest's cwd is on the host" \
+	test "$(cat "$work/file" 2>/dev/null)" = written
+
+vm --no-module -- sh -c 'exit 3'
+expect "exit status 3 comes back" test $rc -eq 3
+
+vm --no-module -- sh -c 'echo "WARNING: vm-run self-test line" >/dev/kmsg'
+expect "a WARNING in dmesg fails the run" \
+	eval '[ $rc -ne 0 ] && [[ $err == *"FAILED (dmesg)"*"WARNING: vm-run self-test line"* ]]'
+
+vm --no-module -- sh -c 'echo c >/proc/sysrq-trigger'
+expect "a guest panic fails the run" \
+	eval '[ $rc -ne 0 ] && [[ $err == *"FAILED (panic)"* ]]'
+
+vm --no-module --timeout 10 -- sleep 600
+expect "--timeout stops a hung command" \
+	eval '[ $rc -ne 0 ] && [[ $err == *"FAILED (timeout)"* ]]'
+
+KPPROF_KO=/nonexistent/kpprof.ko vm -- true
+expect "a missing module is named" \
+	eval '[ $rc -ne 0 ] && [[ $err == *"/nonexistent/kpprof.ko not found"* ]]'
+
+# With the real module: it is loaded (its device exists) and vm-run notices
+# when it cannot be removed at the end (here because CMD removed it).
+if [ -f "$top/kpprof.ko" ]; then
+	KPPROF_KO=$top/kpprof.ko vm -- sh -c 'test -c /dev/kpprof && echo device-present; rmmod kpprof'
+	expect "kpprof.ko is loaded; a failed rmmod fails the run" \
+		eval '[ $rc -ne 0 ] && [ "$out" = device-present ] && [[ $err == *"FAILED (rmmod)"* ]]'
+else
+	tap_skip "kpprof.ko is loaded; a failed rmmod fails the run" "no $top/kpprof.ko (make module)"
+fi
+tap_done
