@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ring_full_test: the ring fills while nobody drains it.  Producers never
+ * block: every write returns at once, with ENOBUFS once the ring is full,
+ * and each drop is counted in dropped[KPPROF_DROP_RING_FULL].  After
+ * draining, the records read are exactly the records accepted, and
+ * writes succeed again.  Also: an entry that wraps the end of the ring
+ * reads intact through the second mapping of the data pages, and a
+ * garbage cons_pos written by the consumer hurts nobody but itself.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "kselftest_harness.h"
+#include "consumer_fixture.h"
+#include "rec_build.h"
+
+CONSUMER_FIXTURE(ring)
+
+/* Far longer than any non-blocking write, even under TCG. */
+#define WRITE_BOUND_NS	(200 * 1000 * 1000ULL)
+
+/* one entry of a 128-frame alloc record: header + 1088 bytes */
+#define BIG_ENTRY (sizeof(struct kpprof_ring_hdr) + sizeof(struct kpprof_rec_alloc) + \
+		   8 * KPPROF_STACK_DEPTH_MAX)
+
+TEST_F(ring, fill_drop_drain)
+{
+	struct kpprof_stats st0, st1;
+	__u64 accepted = 0, dropped = 0, slowest = 0, small_ok = 0;
+	__u64 cap = self->e.info.ring_size / BIG_ENTRY, i, seq = 0;
+	long read;
+
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
+	/* twice the ring's worth of big records: the second half must drop */
+	for (i = 0; i < 2 * cap + 16; i++) {
+		size_t len = rec_build__alloc(self->e.buf, KPPROF_STACK_DEPTH_MAX, seq++);
+		__u64 t0 = now_ns(), dt;
+		int err = dev__write(self->e.pfd, self->e.buf, len);
+
+		dt = now_ns() - t0;
+		if (dt > slowest)
+			slowest = dt;
+		if (err == 0) {
+			accepted++;
+			/* once full, nothing fits until the consumer moves */
+			ASSERT_EQ(0, dropped) TH_LOG("accepted after a drop at %llu",
+						     (unsigned long long)i);
+		} else {
+			ASSERT_EQ(-ENOBUFS, err);
+			dropped++;
+		}
+	}
+	TH_LOG("ring %llu bytes: %llu accepted, %llu dropped, slowest write %llu us",
+	       (unsigned long long)self->e.info.ring_size, (unsigned long long)accepted,
+	       (unsigned long long)dropped, (unsigned long long)slowest / 1000);
+	EXPECT_EQ(cap, accepted);
+	EXPECT_GT(WRITE_BOUND_NS, slowest);
+	EXPECT_EQ(accepted * BIG_ENTRY,
+		  ring_reader__prod(&self->e.rr) - ring_reader__cons(&self->e.rr));
+
+	/* small records still fill what is left, then drop too */
+	for (i = 0; i < 1000; i++) {
+		size_t len = rec_build__free(self->e.buf, 0x1000 + i * 16, 16);
+		int err = dev__write(self->e.pfd, self->e.buf, len);
+
+		if (err == -ENOBUFS) {
+			dropped++;
+			break;
+		}
+		ASSERT_EQ(0, err);
+		small_ok++;
+	}
+	EXPECT_GT(64, self->e.info.ring_size -
+		  (ring_reader__prod(&self->e.rr) - ring_reader__cons(&self->e.rr)));
+	accepted += small_ok;
+
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
+	EXPECT_EQ(dropped, st1.dropped[KPPROF_DROP_RING_FULL] -
+		  st0.dropped[KPPROF_DROP_RING_FULL]);
+	EXPECT_EQ(accepted, st1.accepted - st0.accepted);
+	EXPECT_EQ(0, st1.rejected - st0.rejected);
+	EXPECT_EQ(st1.prod_pos, ring_reader__prod(&self->e.rr));
+
+	read = ring_reader__drain(&self->e.rr);
+	EXPECT_EQ((long)accepted, read);
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
+	EXPECT_EQ(st1.prod_pos, st1.cons_pos);
+	EXPECT_EQ(read, (long)(st1.accepted - st0.accepted));
+
+	/* room again */
+	EXPECT_EQ(0, dev__write(self->e.pfd, self->e.buf,
+				rec_build__alloc(self->e.buf, 4, 1)));
+	EXPECT_EQ(1, ring_reader__drain(&self->e.rr));
+}
+
+/* Drops do not depend on O_NONBLOCK: a blocking fd never waits either. */
+TEST_F(ring, full_ring_nonblocking_without_o_nonblock)
+{
+	__u64 i, t0, worst = 0;
+	int err = 0;
+
+	for (i = 0; i < self->e.info.ring_size / 64 + 10 && err != -ENOBUFS; i++)
+		err = dev__write(self->e.pfd, self->e.buf,
+				 rec_build__free(self->e.buf, 0x2000, 16));
+	ASSERT_EQ(-ENOBUFS, err);
+	for (i = 0; i < 100; i++) {
+		t0 = now_ns();
+		EXPECT_EQ(-ENOBUFS, dev__write(self->e.pfd, self->e.buf,
+					       rec_build__alloc(self->e.buf, 64, i)));
+		if (now_ns() - t0 > worst)
+			worst = now_ns() - t0;
+	}
+	EXPECT_GT(WRITE_BOUND_NS, worst);
+	EXPECT_LT(0, ring_reader__drain(&self->e.rr));
+}
+
+/*
+ * Entries of BIG_ENTRY bytes do not divide the ring: drain after each, and
+ * within one lap an entry crosses the end.  It must read intact.
+ */
+TEST_F(ring, wrapped_entry_reads_intact)
+{
+	__u64 laps_target = ring_reader__prod(&self->e.rr) + 3 * self->e.info.ring_size;
+	__u64 seq = 0, wrapped = 0;
+
+	while (ring_reader__prod(&self->e.rr) < laps_target) {
+		const struct kpprof_record *got;
+		const struct kpprof_rec_alloc *a;
+		size_t len = rec_build__alloc(self->e.buf, KPPROF_STACK_DEPTH_MAX, seq);
+		__u32 glen, k;
+
+		ASSERT_EQ(0, dev__write(self->e.pfd, self->e.buf, len));
+		ASSERT_EQ(1, ring_reader__peek(&self->e.rr, &got, &glen));
+		ASSERT_EQ(len, glen);
+		a = (const void *)got;
+		if (self->e.rr.entry_wrapped) {
+			wrapped++;
+			for (k = 0; k < KPPROF_STACK_DEPTH_MAX; k++)
+				if (a->pcs[k] != rec_build__pc(seq, k))
+					break;
+			EXPECT_EQ(KPPROF_STACK_DEPTH_MAX, k)
+				TH_LOG("wrapped entry at %llu: pc %u wrong",
+				       (unsigned long long)ring_reader__cons(&self->e.rr), k);
+			EXPECT_EQ(0, memcmp(self->e.buf + 40, (const char *)got + 40, len - 40));
+		}
+		ring_reader__consume(&self->e.rr);
+		seq++;
+	}
+	/* 3 laps of entries that do not divide the ring: at most one lap end
+	 * can fall exactly between two entries, so 2 wraps at least */
+	EXPECT_LE(2, wrapped);
+}
+
+/*
+ * cons_pos is the consumer's to write; nonsense there must neither crash
+ * the kernel nor let a write escape the ring.  Then a sane value restores
+ * service.  (vm-run fails the run on any oops or warning.)
+ */
+TEST_F(ring, garbage_cons_pos_is_harmless)
+{
+	static const __u64 bad[] = { ~0ULL, 1ULL << 63, 12345, 7 };
+	unsigned int i, k;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		__u64 prod = ring_reader__prod(&self->e.rr);
+
+		*self->e.rr.cons_pos = bad[i] == 12345 ? prod + 12345 : bad[i];
+		for (k = 0; k < 200; k++) {
+			int err = dev__write(self->e.pfd, self->e.buf,
+					     rec_build__alloc(self->e.buf, 32, k));
+
+			ASSERT_TRUE(err == 0 || err == -ENOBUFS) TH_LOG("errno %d", -err);
+		}
+		/* every producer position stays sane whatever we wrote */
+		EXPECT_LE(prod, ring_reader__prod(&self->e.rr));
+		EXPECT_GE(prod + 200 * (8 + 64 + 8 * 32), ring_reader__prod(&self->e.rr));
+		*self->e.rr.cons_pos = ring_reader__prod(&self->e.rr);
+	}
+	EXPECT_EQ(0, dev__write(self->e.pfd, self->e.buf,
+				rec_build__alloc(self->e.buf, 4, 1)));
+	EXPECT_EQ(1, ring_reader__drain(&self->e.rr));
+}
+
+TEST_HARNESS_MAIN
