@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+/* output.c - the three profiles of a session, written as DIR/{heap,mutex,block}.pb.gz. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dev.h"
+#include "output.h"
+#include "profile_write.h"
+
+int kpp_output__mkdir(const char *verb, const char *dir)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "kpprof %s: cannot create directory %s: %s\n", verb, dir, strerror(errno));
+		return 1;
+	}
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "kpprof %s: %s is not a directory\n", verb, dir);
+		return 1;
+	}
+	return 0;
+}
+
+void kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
+{
+	const struct kpp_agg_stats *a = kpp_agg__stats(s->agg);
+	struct kpprof_stats st = { 0 };
+
+	kpprof_dev__stats(s->fd, &st);
+	snprintf(buf, len,
+		 "kpprof: ring drops %llu (full) %llu (disabled), bad records %llu, "
+		 "over caps: buckets %llu stacks %llu live %llu, unknown frees %llu, "
+		 "processes dropped %llu",
+		 (unsigned long long)st.dropped[KPPROF_DROP_RING_FULL],
+		 (unsigned long long)st.dropped[KPPROF_DROP_DISABLED],
+		 (unsigned long long)a->bad_records, (unsigned long long)a->over_buckets,
+		 (unsigned long long)a->over_stacks, (unsigned long long)a->over_live,
+		 (unsigned long long)a->unknown_frees, (unsigned long long)a->procs_dropped);
+}
+
+int kpp_output__dir(struct kpp_session *s, const char *dir, kpp_pid_filter filter,
+		    void *ctx, bool quiet)
+{
+	static const struct { const char *file; int type; } outs[] = {
+		{ "heap.pb.gz", KPP_HEAP },
+		{ "mutex.pb.gz", KPP_MUTEX },
+		{ "block.pb.gz", KPP_BLOCK },
+	};
+	char comment[512];
+	struct kpp_write_opts o = { .comment = comment };
+
+	kpp_output__losses(s, comment, sizeof(comment));
+	kpp_session__learn_maps(s);
+	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+		struct kpp_view v;
+		char path[4096];
+		int err;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, outs[i].file);
+		err = kpp_view__take(&v, s->agg, outs[i].type, filter, ctx);
+		if (!err)
+			err = kpp_profile__write_file(path, &v, s->agg, s->sym, &o);
+		if (err) {
+			fprintf(stderr, "kpprof: cannot write %s: %s\n", path, strerror(-err));
+			kpp_view__release(&v);
+			return 1;
+		}
+		if (!quiet)
+			fprintf(stderr, "kpprof: wrote %s (%zu buckets)\n", path, v.n);
+		kpp_view__release(&v);
+	}
+	return 0;
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* output.h - write the heap, mutex and block profiles of a session into a directory. */
+#ifndef KPPROF_OUTPUT_H
+#define KPPROF_OUTPUT_H
+
+#include "session.h"
+#include "view.h"
+
+/* 0, or 1 after printing why not.  @quiet: no "wrote" lines. */
+int kpp_output__dir(struct kpp_session *s, const char *dir, kpp_pid_filter filter,
+		    void *ctx, bool quiet);
+/* mkdir -p for one level, with a clear message; 0 or 1. */
+int kpp_output__mkdir(const char *verb, const char *dir);
+/* The collector's own losses, as a comment for the profiles ("" if none). */
+void kpp_output__losses(const struct kpp_session *s, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * profile_write.c - a view becomes a pprof profile as Go writes them
+ * (runtime/pprof protomem.go and the block/mutex writer):
+ *
+ *   heap     sample types alloc_objects/count, alloc_space/bytes,
+ *            inuse_objects/count, inuse_space/bytes; period_type
+ *            space/bytes, period = the sampling rate; each sample scaled
+ *            by scaleHeapSample with the rate it was taken at; numeric
+ *            label "bytes" (unit bytes) = the object size.
+ *   block,   contentions/count, delay/nanoseconds; period_type
+ *   mutex    contentions/count, period 1; values already unbiased.
+ *
+ * Locations are per (process, address): two processes may map different
+ * code at one address.  Mappings are per process.  When a profile holds
+ * several processes each sample carries "pid" and "comm" labels.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pprof_builder.h"
+#include "profile_write.h"
+
+const struct kpp_map *kpp_proc__map_for(const struct kpp_proc *p, uint64_t pc)
+{
+	if (!p)
+		return NULL;
+	/* Newest first: a later mapping at the same place replaced an older one. */
+	for (size_t i = p->nr_maps; i-- > 0;)
+		if (p->maps[i].start <= pc && pc < p->maps[i].end)
+			return &p->maps[i];
+	return NULL;
+}
+
+/* Open-addressing cache (pid, pc) -> location id, and (pid, map) -> mapping id. */
+struct id_ent {
+	uint64_t key;
+	uint32_t pid;
+	uint64_t id;
+};
+
+struct id_map {
+	struct id_ent *t;
+	size_t size, n;
+};
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 31;
+	x *= 0x7fb5d329728ea185ULL;
+	x ^= x >> 27;
+	x *= 0x81dadef4bc2dd44dULL;
+	return x ^ (x >> 33);
+}
+
+static struct id_ent *id_slot(struct id_map *m, uint32_t pid, uint64_t key)
+{
+	if (2 * (m->n + 1) > m->size) {
+		size_t size = m->size ? 2 * m->size : 1024;
+		struct id_ent *t = calloc(size, sizeof(*t));
+
+		if (!t)
+			return NULL;
+		for (size_t i = 0; i < m->size; i++) {
+			if (!m->t[i].id)
+				continue;
+			size_t s = mix(m->t[i].key ^ ((uint64_t)m->t[i].pid << 48)) & (size - 1);
+
+			while (t[s].id)
+				s = (s + 1) & (size - 1);
+			t[s] = m->t[i];
+		}
+		free(m->t);
+		m->t = t;
+		m->size = size;
+	}
+	for (size_t s = mix(key ^ ((uint64_t)pid << 48)) & (m->size - 1);;
+	     s = (s + 1) & (m->size - 1)) {
+		if (!m->t[s].id || (m->t[s].key == key && m->t[s].pid == pid))
+			return &m->t[s];
+	}
+}
+
+struct writer {
+	struct pprof_builder *b;
+	const struct kpp_agg *a;
+	struct kpp_symbolizer *sym;
+	struct id_map locs, maps;
+};
+
+static uint64_t mapping_id(struct writer *w, const struct kpp_proc *p, const struct kpp_map *m)
+{
+	struct id_ent *e = id_slot(&w->maps, p->pid, (uint64_t)(m - p->maps));
+	char hex[2 * KPPROF_BUILD_ID_MAX + 1];
+
+	if (!e)
+		return 0;
+	if (e->id)
+		return e->id;
+	for (unsigned int i = 0; i < m->build_id_len; i++)
+		sprintf(hex + 2 * i, "%02x", m->build_id[i]);
+	hex[2 * m->build_id_len] = '\0';
+	e->id = pprof_builder__mapping(w->b, m->start, m->end, m->offset, m->path, hex, true);
+	e->key = m - p->maps;
+	e->pid = p->pid;
+	w->maps.n++;
+	return e->id;
+}
+
+static uint64_t location_id(struct writer *w, uint32_t pid, uint64_t pc)
+{
+	struct id_ent *e = id_slot(&w->locs, pid, pc);
+	const struct kpp_proc *p;
+	const struct kpp_map *m;
+	uint64_t map_id = 0, fn_id = 0;
+	struct kpp_sym s;
+
+	if (!e)
+		return 0;
+	if (e->id)
+		return e->id;
+	p = kpp_agg__proc(w->a, pid);
+	m = kpp_proc__map_for(p, pc);
+	if (m) {
+		map_id = mapping_id(w, p, m);
+		if (kpp_symbolizer__lookup(w->sym, m, pc, &s) == 0)
+			fn_id = pprof_builder__function(w->b, s.name, s.system_name, m->path);
+	}
+	e->id = pprof_builder__location(w->b, map_id, pc, fn_id);
+	e->key = pc;
+	e->pid = pid;
+	w->locs.n++;
+	return e->id;
+}
+
+static bool several_pids(const struct kpp_view *v)
+{
+	for (size_t i = 1; i < v->n; i++)
+		if (v->s[i].pid != v->s[0].pid)
+			return true;
+	return false;
+}
+
+static int build(struct writer *w, const struct kpp_view *v, const struct kpp_write_opts *o)
+{
+	bool labels = several_pids(v);
+	uint64_t period = 0;
+	uint64_t locs[KPPROF_STACK_DEPTH_MAX];
+	int err = 0;
+
+	if (v->type == KPP_HEAP) {
+		err |= pprof_builder__sample_type(w->b, "alloc_objects", "count");
+		err |= pprof_builder__sample_type(w->b, "alloc_space", "bytes");
+		err |= pprof_builder__sample_type(w->b, "inuse_objects", "count");
+		err |= pprof_builder__sample_type(w->b, "inuse_space", "bytes");
+		/* The rate in force most recently: the newest bucket's. */
+		for (size_t i = 0; i < v->n; i++)
+			period = v->s[i].rate;
+		err |= pprof_builder__period(w->b, "space", "bytes", period);
+		if (o && o->allocs)
+			err |= pprof_builder__default_sample_type(w->b, "alloc_space");
+	} else {
+		err |= pprof_builder__sample_type(w->b, "contentions", "count");
+		err |= pprof_builder__sample_type(w->b, "delay", "nanoseconds");
+		err |= pprof_builder__period(w->b, "contentions", "count", 1);
+	}
+	pprof_builder__time(w->b, v->time_ns - (o ? o->duration_ns : 0), o ? o->duration_ns : 0);
+	if (o && o->comment)
+		err |= pprof_builder__comment(w->b, o->comment);
+	if (err)
+		return -ENOMEM;
+
+	for (size_t i = 0; i < v->n; i++) {
+		const struct kpp_view_sample *s = &v->s[i];
+		struct pprof_label lab[3];
+		size_t nl = 0;
+		int64_t val[4];
+		unsigned int n;
+		const uint64_t *pcs = kpp_agg__stack(w->a, s->stack, &n);
+		const struct kpp_proc *p;
+		char comm[KPPROF_COMM_LEN + 1];
+
+		if (v->type == KPP_HEAP) {
+			kpp_scale_heap(s->v[0], s->v[1], s->rate, &val[0], &val[1]);
+			kpp_scale_heap(s->v[2], s->v[3], s->rate, &val[2], &val[3]);
+			if (!val[0] && !val[1] && !val[2] && !val[3])
+				continue;
+			if (s->size)
+				lab[nl++] = (struct pprof_label){ .key = "bytes",
+					.num = (int64_t)s->size, .num_unit = "bytes" };
+		} else {
+			val[0] = (int64_t)(s->v[0] + 0.5);
+			val[1] = (int64_t)(s->v[1] + 0.5);
+			if (!val[0] && !val[1])
+				continue;
+		}
+		if (labels) {
+			p = kpp_agg__proc(w->a, s->pid);
+			snprintf(comm, sizeof(comm), "%s", p && p->comm[0] ? p->comm : "?");
+			lab[nl++] = (struct pprof_label){ .key = "pid", .num = s->pid };
+			lab[nl++] = (struct pprof_label){ .key = "comm", .str = strdup(comm) };
+		}
+		for (unsigned int k = 0; k < n; k++) {
+			locs[k] = location_id(w, s->pid, pcs[k]);
+			if (!locs[k])
+				err = -ENOMEM;
+		}
+		if (!err)
+			err = pprof_builder__sample(w->b, locs, n, val, lab, nl);
+		if (labels)
+			free((char *)lab[nl - 1].str);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int kpp_profile__encode_gz(const struct kpp_view *v, const struct kpp_agg *a,
+			   struct kpp_symbolizer *sym, const struct kpp_write_opts *o,
+			   uint8_t **out, size_t *len)
+{
+	struct writer w = { .a = a, .sym = sym };
+	int err;
+
+	w.b = pprof_builder__new();
+	if (!w.b)
+		return -ENOMEM;
+	err = build(&w, v, o);
+	if (!err)
+		err = pprof_builder__encode_gz(w.b, out, len);
+	pprof_builder__free(w.b);
+	free(w.locs.t);
+	free(w.maps.t);
+	return err;
+}
+
+int kpp_profile__write_file(const char *path, const struct kpp_view *v,
+			    const struct kpp_agg *a, struct kpp_symbolizer *sym,
+			    const struct kpp_write_opts *o)
+{
+	char tmp[4096];
+	uint8_t *buf;
+	size_t len;
+	FILE *f;
+	int err = kpp_profile__encode_gz(v, a, sym, o, &buf, &len);
+
+	if (err)
+		return err;
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	f = fopen(tmp, "we");
+	if (!f) {
+		err = -errno;
+		free(buf);
+		return err;
+	}
+	if (fwrite(buf, 1, len, f) != len)
+		err = -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	free(buf);
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+/* ------------------------------------------------------------ legacy text */
+
+static void legacy_frames(FILE *f, struct writer *w, uint32_t pid, const uint64_t *pcs,
+			  unsigned int n)
+{
+	const struct kpp_proc *p = kpp_agg__proc(w->a, pid);
+
+	for (unsigned int k = 0; k < n; k++) {
+		const struct kpp_map *m = kpp_proc__map_for(p, pcs[k]);
+		struct kpp_sym s;
+
+		if (m && kpp_symbolizer__lookup(w->sym, m, pcs[k], &s) == 0)
+			fprintf(f, "#\t%#llx\t%s\t%s\n", (unsigned long long)pcs[k], s.name, m->path);
+		else
+			fprintf(f, "#\t%#llx\t?\t%s\n", (unsigned long long)pcs[k], m ? m->path : "?");
+	}
+}
+
+static void legacy_stack(FILE *f, const uint64_t *pcs, unsigned int n)
+{
+	fputs(" @", f);
+	for (unsigned int k = 0; k < n; k++)
+		fprintf(f, " %#llx", (unsigned long long)pcs[k]);
+	fputc('\n', f);
+}
+
+/*
+ * Go's debug=1 forms: for the heap, raw sampled counts with the rate in
+ * the header (readers unbias them); for block and mutex, "cycles" are
+ * nanoseconds (cycles/second = 1e9) and counts are already unbiased.
+ */
+int kpp_profile__write_legacy(FILE *f, const struct kpp_view *v, const struct kpp_agg *a,
+			      struct kpp_symbolizer *sym)
+{
+	struct writer w = { .a = a, .sym = sym };
+	uint64_t rate = 0;
+
+	if (v->type == KPP_HEAP) {
+		double t[4] = { 0 };
+
+		for (size_t i = 0; i < v->n; i++) {
+			for (int k = 0; k < 4; k++)
+				t[k] += v->s[i].v[k];
+			rate = v->s[i].rate;
+		}
+		fprintf(f, "heap profile: %lld: %lld [%lld: %lld] @ heap/%llu\n",
+			(long long)t[2], (long long)t[3], (long long)t[0], (long long)t[1],
+			(unsigned long long)(2 * rate));
+	} else {
+		fprintf(f, "--- %s:\ncycles/second=1000000000\nsampling period=1\n",
+			v->type == KPP_MUTEX ? "mutex" : "contention");
+	}
+	for (size_t i = 0; i < v->n; i++) {
+		const struct kpp_view_sample *s = &v->s[i];
+		unsigned int n;
+		const uint64_t *pcs = kpp_agg__stack(a, s->stack, &n);
+
+		if (v->type == KPP_HEAP) {
+			if (!s->v[0] && !s->v[2])
+				continue;
+			fprintf(f, "%lld: %lld [%lld: %lld]", (long long)s->v[2], (long long)s->v[3],
+				(long long)s->v[0], (long long)s->v[1]);
+		} else {
+			if (s->v[0] < 0.5 && s->v[1] < 0.5)
+				continue;
+			fprintf(f, "%lld %lld", (long long)(s->v[1] + 0.5), (long long)(s->v[0] + 0.5));
+		}
+		legacy_stack(f, pcs, n);
+		legacy_frames(f, &w, s->pid, pcs, n);
+	}
+	return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: GPL-2.0
+/* stat.c - `kpprof stat`: the module's ring and drop statistics. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dev.h"
+#include "rates.h"
+#include "verbs.h"
+
+int stat_main(int argc, char *argv[])
+{
+	struct kpprof_stats st;
+	struct kpprof_info info;
+	struct kpprof_config c;
+	int fd, err;
+
+	if (argc > 1) {
+		if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+			printf("Usage: kpprof stat\nShows the ring, record and drop counters of the module.\n");
+			return 0;
+		}
+		fprintf(stderr, "kpprof stat: unexpected argument '%s' (kpprof stat takes none)\n", argv[1]);
+		return 1;
+	}
+	fd = kpprof_dev__open();
+	if (fd < 0) {
+		fprintf(stderr, "kpprof stat: %s: %s\n", KPPROF_DEVICE_PATH, kpprof_dev__explain(fd));
+		return 1;
+	}
+	err = kpprof_dev__info(fd, &info);
+	if (!err)
+		err = kpprof_dev__stats(fd, &st);
+	if (!err)
+		err = kpprof_dev__get_config(fd, &c);
+	close(fd);
+	if (err) {
+		fprintf(stderr, "kpprof stat: %s\n", kpprof_dev__explain(err));
+		return 1;
+	}
+	printf("abi_version       %u\n", info.abi_version);
+	printf("ring_size         %llu bytes\n", (unsigned long long)info.ring_size);
+	printf("max_record_size   %u bytes\n", info.max_record_size);
+	printf("consumer          %s\n", st.consumer_attached ? "attached" : "none");
+	printf("cycle             %llu\n", (unsigned long long)st.cycle);
+	printf("accepted          %llu records, %llu bytes\n", (unsigned long long)st.accepted,
+	       (unsigned long long)st.accepted_bytes);
+	printf("dropped ring_full %llu\n", (unsigned long long)st.dropped[KPPROF_DROP_RING_FULL]);
+	printf("dropped disabled  %llu\n", (unsigned long long)st.dropped[KPPROF_DROP_DISABLED]);
+	printf("rejected          %llu\n", (unsigned long long)st.rejected);
+	printf("unread            %llu bytes (prod_pos %llu, cons_pos %llu)\n",
+	       (unsigned long long)(st.prod_pos - st.cons_pos), (unsigned long long)st.prod_pos,
+	       (unsigned long long)st.cons_pos);
+	printf("wakeups           %llu\n", (unsigned long long)st.wakeups);
+	kpp_config__print(stdout, &c);
+	return 0;
+}

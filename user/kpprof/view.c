@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+/* view.c - snapshots of the aggregation, and Go's heap unbiasing. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "view.h"
+
+void kpp_view__release(struct kpp_view *v)
+{
+	free(v->s);
+	memset(v, 0, sizeof(*v));
+}
+
+int kpp_view__take(struct kpp_view *v, const struct kpp_agg *a, int type,
+		   kpp_pid_filter filter, void *ctx)
+{
+	size_t nb = kpp_agg__nr_buckets(a);
+	struct timespec ts;
+
+	memset(v, 0, sizeof(*v));
+	v->type = type;
+	v->generation = kpp_agg__generation(a);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	v->time_ns = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	for (size_t i = 0; i < nb; i++) {
+		const struct kpp_bucket *b = kpp_agg__bucket(a, i);
+		struct kpp_view_sample *s;
+
+		if (b->type != type || (filter && !filter(ctx, b->pid)))
+			continue;
+		if (v->n == v->cap) {
+			size_t cap = v->cap ? 2 * v->cap : 256;
+			void *p = realloc(v->s, cap * sizeof(*v->s));
+
+			if (!p) {
+				kpp_view__release(v);
+				return -ENOMEM;
+			}
+			v->s = p;
+			v->cap = cap;
+		}
+		s = &v->s[v->n++];
+		s->bucket = i;
+		s->pid = b->pid;
+		s->stack = b->stack;
+		s->size = b->size;
+		s->rate = b->rate;
+		if (type == KPP_HEAP) {
+			const struct kpp_heap_counts *c = &b->heap.active;
+
+			s->v[0] = c->allocs;
+			s->v[1] = c->alloc_bytes;
+			s->v[2] = (double)c->allocs - (double)c->frees;
+			s->v[3] = (double)c->alloc_bytes - (double)c->free_bytes;
+		} else {
+			s->v[0] = b->cont.count;
+			s->v[1] = b->cont.delay;
+			s->v[2] = s->v[3] = 0;
+		}
+	}
+	return 0;
+}
+
+int kpp_view__subtract(struct kpp_view *v, const struct kpp_view *old)
+{
+	size_t j = 0;
+
+	if (v->generation != old->generation || v->type != old->type)
+		return -ESTALE;
+	/* Both are in bucket order, and buckets are only ever appended. */
+	for (size_t i = 0; i < v->n; i++) {
+		while (j < old->n && old->s[j].bucket < v->s[i].bucket)
+			j++;
+		if (j < old->n && old->s[j].bucket == v->s[i].bucket)
+			for (int k = 0; k < 4; k++)
+				v->s[i].v[k] -= old->s[j].v[k];
+	}
+	return 0;
+}
+
+void kpp_scale_heap(double count, double bytes, uint64_t rate, int64_t *out_count,
+		    int64_t *out_bytes)
+{
+	double avg, scale;
+
+	if (count == 0 || bytes == 0) {
+		*out_count = 0;
+		*out_bytes = 0;
+		return;
+	}
+	if (rate <= 1) {
+		*out_count = (int64_t)count;
+		*out_bytes = (int64_t)bytes;
+		return;
+	}
+	avg = bytes / count;
+	scale = 1 / (1 - exp(-avg / (double)rate));
+	*out_count = (int64_t)(count * scale);
+	*out_bytes = (int64_t)(bytes * scale);
+}
