@@ -1,4 +1,209 @@
 // SPDX-License-Identifier: GPL-2.0
-/* libkpprof.so start-up (placeholder while the shim is written). */
-#include <linux/types.h>
-#include "kpprof.h"
+/*
+ * libkpprof.so start-up, fork and exit.
+ *
+ * Start: the constructor resolves the real functions, reads the KPPROF_*
+ * environment, opens /dev/kpprof (O_RDWR | O_CLOEXEC, moved to a high
+ * descriptor number out of the way of programs that dup2 onto low ones),
+ * maps its config page read-only, writes KPPROF_REC_COMM (START) and the
+ * mapping records, and only then lets sampling begin.  If any step fails
+ * (no module, device not writable, other ABI) the shim stays in
+ * pass-through: every call goes straight to the real function, nothing is
+ * written, nothing is printed (one line under KPPROF_DEBUG=1).
+ *
+ * Environment:
+ *   KPPROF_UNWIND=fp|libunwind   stack unwinder (default libunwind: exact
+ *                                through Debian's libraries, which are
+ *                                built without frame pointers)
+ *   KPPROF_MEM_RATE, KPPROF_BLOCK_RATE, KPPROF_MUTEX_FRACTION: config.c
+ *   KPPROF_DEBUG=1               say why the shim is passing through
+ *
+ * Fork: the prepare handler stops new samples and waits for threads that
+ * are inside a sampling path (unwinding, writing) to leave it, so the child
+ * cannot inherit a lock held half-way through by a thread that does not
+ * exist there.  The child clears the sampled-address table (its frees of
+ * the parent's sampled blocks are not its allocations), the mapping table
+ * and the waiter table, reseeds its random numbers, and writes COMM (FORK)
+ * plus all mappings again under its own pid.
+ *
+ * Exec: the descriptor is close-on-exec; if LD_PRELOAD still names the
+ * shim, the new image starts afresh with COMM (START).  The KPPROF_*
+ * variables are inherited by the process tree like any environment.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "shim.h"
+
+bool kpp_sample_begin(struct kpp_thread *t)
+{
+	if (t->guard || atomic_load_explicit(&kpp.ready, memory_order_relaxed) != 1 ||
+	    atomic_load_explicit(&kpp.fork_pending, memory_order_relaxed))
+		return false;
+	t->guard = 1;
+	t->saved_errno = errno;
+	/* Pairs with fork_prepare(): announce, then re-check the flag. */
+	atomic_fetch_add(&kpp.samplers, 1);
+	if (atomic_load(&kpp.fork_pending)) {
+		atomic_fetch_sub(&kpp.samplers, 1);
+		t->guard = 0;
+		return false;
+	}
+	return true;
+}
+
+void kpp_sample_end(struct kpp_thread *t)
+{
+	atomic_fetch_sub(&kpp.samplers, 1);
+	errno = t->saved_errno;
+	t->guard = 0;
+}
+
+static void fork_prepare(void)
+{
+	if (atomic_load(&kpp.ready) != 1)
+		return;
+	atomic_store(&kpp.fork_pending, 1);
+	while (atomic_load(&kpp.samplers))
+		sched_yield();
+}
+
+static void fork_parent(void)
+{
+	atomic_store(&kpp.fork_pending, 0);
+}
+
+static void fork_child(void)
+{
+	struct kpp_thread *t = &kpp_thread;
+
+	if (atomic_load(&kpp.ready) != 1)
+		return;
+	atomic_store(&kpp.samplers, 0);
+	kpp_set_reset();
+	kpp_maps_reset();
+	kpp_locks_reset();
+	t->rng_seeded = 0;
+	t->guard = 1;
+	kpp_emit_comm(KPPROF_COMM_FORK);
+	kpp_maps_sync();
+	t->guard = 0;
+	atomic_store(&kpp.fork_pending, 0);
+}
+
+/* Move our descriptor above the ones programs usually pick themselves. */
+static int high_fd(int fd)
+{
+	struct rlimit rl;
+	int want = 200, nfd;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < 400)
+		want = (int)rl.rlim_cur / 2;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, want);
+	if (nfd < 0)
+		return fd;
+	close(fd);
+	return nfd;
+}
+
+static int open_device(void)
+{
+	long pagesz = sysconf(_SC_PAGESIZE);
+	struct stat st;
+	void *page;
+	int fd;
+
+	fd = open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		kpp_debug("pass-through: cannot open %s: %s", KPPROF_DEVICE_PATH,
+			  strerror(errno));
+		return -1;
+	}
+	fd = high_fd(fd);
+	if (fstat(fd, &st) || !S_ISCHR(st.st_mode)) {
+		kpp_debug("pass-through: %s is not a character device", KPPROF_DEVICE_PATH);
+		goto err_close;
+	}
+	page = mmap(NULL, (size_t)pagesz, PROT_READ, MAP_SHARED, fd,
+		    KPPROF_PGOFF_CONFIG * pagesz);
+	if (page == MAP_FAILED) {
+		kpp_debug("pass-through: cannot map the config page: %s", strerror(errno));
+		goto err_close;
+	}
+	if (((const struct kpprof_config_page *)page)->abi_version != KPPROF_ABI_VERSION) {
+		kpp_debug("pass-through: module ABI %u, shim ABI %u",
+			  ((const struct kpprof_config_page *)page)->abi_version,
+			  KPPROF_ABI_VERSION);
+		goto err_unmap;
+	}
+	if (kpp_set_init()) {
+		kpp_debug("pass-through: cannot map the sampled-address table");
+		goto err_unmap;
+	}
+	kpp.fd = fd;
+	kpp.rdev = st.st_rdev;
+	kpp.ino = st.st_ino;
+	kpp.page = page;
+	return 0;
+
+err_unmap:
+	munmap(page, (size_t)pagesz);
+err_close:
+	close(fd);
+	return -1;
+}
+
+__attribute__((constructor))
+static void kpp_init(void)
+{
+	struct kpp_thread *t = &kpp_thread;
+	const char *s;
+	int saved = errno;
+
+	kpp_resolve();
+	s = getenv("KPPROF_DEBUG");
+	kpp.debug = s && *s == '1';
+	s = getenv("KPPROF_UNWIND");
+	kpp.unwind_libunwind = !(s && !strcmp(s, "fp"));
+	if (s && strcmp(s, "fp") && strcmp(s, "libunwind"))
+		kpp_debug("KPPROF_UNWIND=%s unknown, using libunwind", s);
+	kpp.env_mem_rate = kpp_env_u64("KPPROF_MEM_RATE", 1ULL << 40);
+	kpp.env_block_rate = kpp_env_u64("KPPROF_BLOCK_RATE", 1ULL << 40);
+	kpp.env_mutex_fraction = kpp_env_u64("KPPROF_MUTEX_FRACTION", UINT32_MAX);
+	kpp_maps_find_self();
+
+	t->guard = 1;
+	if (open_device()) {
+		atomic_store(&kpp.ready, -1);
+		t->guard = 0;
+		errno = saved;
+		return;
+	}
+	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
+		kpp_debug("pthread_atfork failed: children will not be profiled apart");
+	kpp_emit_comm(KPPROF_COMM_START);
+	kpp_maps_sync();
+	t->guard = 0;
+	atomic_store_explicit(&kpp.ready, 1, memory_order_release);
+	kpp_debug("sampling (unwinder %s)", kpp.unwind_libunwind ? "libunwind" : "fp");
+	errno = saved;
+}
+
+__attribute__((destructor))
+static void kpp_fini(void)
+{
+	if (atomic_load(&kpp.ready) != 1)
+		return;
+	kpp_emit_comm(KPPROF_COMM_EXIT);
+	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu",
+		  (unsigned long long)kpp.writes_ok, (unsigned long long)kpp.writes_dropped,
+		  (unsigned long long)kpp.writes_failed, (unsigned long long)kpp.table_full);
+}

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Micro and macro benchmarks, run by bench.sh with and without the shim:
+ *
+ *   bench-malloc THREADS ITERS   ns per malloc(64)+free pair per thread
+ *   bench-lock ITERS             ns per uncontended lock+unlock pair
+ *   bench-sampled DEPTH ITERS    us per allocation at DEPTH frames (run it
+ *                                at mem rate 1: every allocation sampled)
+ *   bench-heavy ITERS            two threads: mixed sizes, a live set of
+ *                                4096 blocks per thread; prints wall and
+ *                                CPU seconds
+ * Each prints one line "name value unit".
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static long iters;
+static void *volatile sink;
+
+static void *malloc_loop(void *arg)
+{
+	double *ns = arg, t0 = now_s();
+
+	for (long i = 0; i < iters; i++) {
+		void *p = malloc(64);
+
+		sink = p;
+		free(p);
+	}
+	*ns = (now_s() - t0) * 1e9 / (double)iters;
+	return NULL;
+}
+
+static int bench_malloc(int threads)
+{
+	pthread_t t[16];
+	double ns[16], sum = 0;
+
+	if (threads < 1 || threads > 16)
+		return 2;
+	for (int i = 0; i < threads; i++)
+		pthread_create(&t[i], NULL, malloc_loop, &ns[i]);
+	for (int i = 0; i < threads; i++) {
+		pthread_join(t[i], NULL);
+		sum += ns[i];
+	}
+	printf("malloc_free_pair_%dthr %.2f ns\n", threads, sum / threads);
+	return 0;
+}
+
+static int bench_lock(void)
+{
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	double t0 = now_s();
+
+	for (long i = 0; i < iters; i++) {
+		pthread_mutex_lock(&m);
+		__asm__ volatile("" ::: "memory");
+		pthread_mutex_unlock(&m);
+	}
+	printf("lock_unlock_pair %.2f ns\n", (now_s() - t0) * 1e9 / (double)iters);
+	return 0;
+}
+
+__attribute__((noinline)) static void *deep(int depth)
+{
+	void *p;
+
+	if (depth > 1) {
+		p = deep(depth - 1);
+		__asm__ volatile("" ::: "memory");
+		return p;
+	}
+	return malloc(48);
+}
+
+static int bench_sampled(int depth)
+{
+	double t0 = now_s();
+
+	for (long i = 0; i < iters; i++)
+		free(deep(depth));
+	printf("alloc_at_depth_%d %.3f us\n", depth, (now_s() - t0) * 1e6 / (double)iters);
+	return 0;
+}
+
+struct heavy {
+	unsigned int seed;
+};
+
+static void *heavy_loop(void *arg)
+{
+	struct heavy *h = arg;
+	void **live = calloc(4096, sizeof(*live));
+
+	for (long i = 0; i < iters; i++) {
+		unsigned int r = rand_r(&h->seed);
+		size_t k = r % 4096, size = 16 + (r >> 12) % 2048;
+
+		free(live[k]);
+		live[k] = malloc(size);
+		memset(live[k], (int)r, size < 64 ? size : 64);
+	}
+	for (int k = 0; k < 4096; k++)
+		free(live[k]);
+	free(live);
+	return NULL;
+}
+
+static int bench_heavy(void)
+{
+	pthread_t t[2];
+	struct heavy h[2] = { { 1 }, { 2 } };
+	double w0 = now_s(), c0 = cpu_s();
+
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, heavy_loop, &h[i]);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	printf("heavy_wall %.4f s\nheavy_cpu %.4f s\n", now_s() - w0, cpu_s() - c0);
+	return 0;
+}
+
+int bench_main(const char *what, int argc, char **argv);
+
+int bench_main(const char *what, int argc, char **argv)
+{
+	int a = argc > 0 ? atoi(argv[0]) : 1;
+
+	iters = argc > 1 ? atol(argv[1]) : 1000000;
+	if (!strcmp(what, "malloc"))
+		return bench_malloc(a);
+	if (!strcmp(what, "lock")) {
+		iters = a > 1 ? a : 1000000;
+		return bench_lock();
+	}
+	if (!strcmp(what, "sampled"))
+		return bench_sampled(a);
+	if (!strcmp(what, "heavy")) {
+		iters = a > 1 ? a : 1000000;
+		return bench_heavy();
+	}
+	fprintf(stderr, "bench: unknown %s\n", what);
+	return 2;
+}

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * shim_reader: a test-only consumer of /dev/kpprof for the shim's VM tests.
+ *
+ *   shim_reader [--mem-rate N] [--block-rate NS] [--mutex-fraction N]
+ *               [--depth N] [--preload LIB] [--dump FILE] -- CMD [ARGS...]
+ *
+ * Attaches as the ring's consumer, sets the config (heap, block and mutex
+ * profiles on with the given rates, defaults mem 1, block 0, mutex 0),
+ * runs CMD (with LD_PRELOAD=LIB when given), drains the ring while CMD
+ * runs and once more after it exits, restores the old config, and writes
+ * one line per record to --dump (or stdout):
+ *
+ *   ALLOC   tgid tid nr_pcs addr bytes rate pc0 pc1 ...
+ *   FREE    tgid tid 0 addr bytes
+ *   BLOCK   tgid tid nr_pcs lock delay rate pc0 ...
+ *   MUTEX   tgid tid nr_pcs lock delay rate pc0 ...
+ *   MMAP    tgid tid 0 start end offset build_id_len path
+ *   MUNMAP  tgid tid 0 start end
+ *   COMM    tgid tid 0 reason
+ *   CYCLE   ...
+ *
+ * Then on stderr: "shim_reader: status S records N accepted A rejected R
+ * dropped D" from the module's statistics.  Exit status: CMD's.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/types.h>
+#include "kpprof.h"
+
+static const char *const kinds[] = {
+	[KPPROF_REC_ALLOC] = "ALLOC", [KPPROF_REC_FREE] = "FREE",
+	[KPPROF_REC_BLOCK] = "BLOCK", [KPPROF_REC_MUTEX] = "MUTEX",
+	[KPPROF_REC_MMAP] = "MMAP", [KPPROF_REC_MUNMAP] = "MUNMAP",
+	[KPPROF_REC_COMM] = "COMM", [KPPROF_REC_CYCLE] = "CYCLE",
+};
+
+struct ring {
+	int fd;
+	__u64 size;
+	volatile __u64 *cons;
+	const volatile __u64 *prod;
+	const unsigned char *data;
+	unsigned long records;
+};
+
+static void die(const char *what)
+{
+	fprintf(stderr, "shim_reader: %s: %s\n", what, strerror(errno));
+	exit(125);
+}
+
+static void print_record(FILE *out, const unsigned char *p, __u32 len)
+{
+	const struct kpprof_record *h = (const void *)p;
+	const char *k = h->kind < KPPROF_REC_KINDS && kinds[h->kind] ? kinds[h->kind] : "?";
+
+	if (len < sizeof(*h))
+		return;
+	fprintf(out, "%s %u %u %u", k, h->tgid, h->tid, h->nr_pcs);
+	switch (h->kind) {
+	case KPPROF_REC_ALLOC: {
+		const struct kpprof_rec_alloc *r = (const void *)p;
+
+		fprintf(out, " %#llx %llu %llu", (unsigned long long)r->addr,
+			(unsigned long long)r->bytes, (unsigned long long)r->rate);
+		for (unsigned int i = 0; i < h->nr_pcs; i++)
+			fprintf(out, " %#llx", (unsigned long long)r->pcs[i]);
+		break;
+	}
+	case KPPROF_REC_FREE: {
+		const struct kpprof_rec_free *r = (const void *)p;
+
+		fprintf(out, " %#llx %llu", (unsigned long long)r->addr,
+			(unsigned long long)r->bytes);
+		break;
+	}
+	case KPPROF_REC_BLOCK:
+	case KPPROF_REC_MUTEX: {
+		const struct kpprof_rec_contention *r = (const void *)p;
+
+		fprintf(out, " %#llx %llu %llu", (unsigned long long)r->lock,
+			(unsigned long long)r->delay_ns, (unsigned long long)r->rate);
+		for (unsigned int i = 0; i < h->nr_pcs; i++)
+			fprintf(out, " %#llx", (unsigned long long)r->pcs[i]);
+		break;
+	}
+	case KPPROF_REC_MMAP: {
+		const struct kpprof_rec_mmap *r = (const void *)p;
+
+		fprintf(out, " %#llx %#llx %#llx %u %s", (unsigned long long)r->start,
+			(unsigned long long)r->end, (unsigned long long)r->offset,
+			r->build_id_len, r->path);
+		break;
+	}
+	case KPPROF_REC_MUNMAP: {
+		const struct kpprof_rec_munmap *r = (const void *)p;
+
+		fprintf(out, " %#llx %#llx", (unsigned long long)r->start,
+			(unsigned long long)r->end);
+		break;
+	}
+	case KPPROF_REC_COMM: {
+		const struct kpprof_rec_comm *r = (const void *)p;
+
+		fprintf(out, " %u %u %.16s", r->reason, r->ppid, r->comm);
+		break;
+	}
+	default:
+		break;
+	}
+	fputc('\n', out);
+}
+
+static void drain(struct ring *rb, FILE *out)
+{
+	__u64 cons = *rb->cons;
+	__u64 prod = __atomic_load_n(rb->prod, __ATOMIC_ACQUIRE);
+
+	while (cons < prod) {
+		const struct kpprof_ring_hdr *h = (const void *)(rb->data + (cons & (rb->size - 1)));
+		__u32 len = __atomic_load_n(&h->len, __ATOMIC_ACQUIRE);
+
+		if (len & KPPROF_RING_BUSY)
+			break;
+		if (!(len & KPPROF_RING_DISCARD)) {
+			print_record(out, (const unsigned char *)(h + 1), len & KPPROF_RING_LEN_MASK);
+			rb->records++;
+		}
+		cons += sizeof(*h) + (((len & KPPROF_RING_LEN_MASK) + 7) & ~7U);
+	}
+	__atomic_store_n(rb->cons, cons, __ATOMIC_RELEASE);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "mem-rate", required_argument, NULL, 'm' },
+		{ "block-rate", required_argument, NULL, 'b' },
+		{ "mutex-fraction", required_argument, NULL, 'x' },
+		{ "depth", required_argument, NULL, 'd' },
+		{ "preload", required_argument, NULL, 'p' },
+		{ "dump", required_argument, NULL, 'o' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct kpprof_config old, cfg;
+	struct kpprof_info info;
+	struct kpprof_stats st;
+	const char *preload = NULL, *dump = NULL;
+	unsigned long long mem = 1, blk = 0, mtx = 0, depth = KPPROF_STACK_DEPTH_DEFAULT;
+	struct ring rb = { 0 };
+	FILE *out = stdout;
+	long page;
+	pid_t pid;
+	int c, status = 0;
+
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': mem = strtoull(optarg, NULL, 0); break;
+		case 'b': blk = strtoull(optarg, NULL, 0); break;
+		case 'x': mtx = strtoull(optarg, NULL, 0); break;
+		case 'd': depth = strtoull(optarg, NULL, 0); break;
+		case 'p': preload = optarg; break;
+		case 'o': dump = optarg; break;
+		default:
+			fprintf(stderr, "usage: shim_reader [options] -- CMD [ARGS...]\n");
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "shim_reader: no command\n");
+		return 2;
+	}
+	if (dump && !(out = fopen(dump, "w")))
+		die(dump);
+	rb.fd = open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (rb.fd < 0)
+		die(KPPROF_DEVICE_PATH);
+	if (ioctl(rb.fd, KPPROF_IOC_GET_INFO, &info))
+		die("GET_INFO");
+	if (ioctl(rb.fd, KPPROF_IOC_CONSUMER_ATTACH))
+		die("CONSUMER_ATTACH");
+	page = info.page_size;
+	rb.size = info.ring_size;
+	rb.cons = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, rb.fd,
+		       KPPROF_PGOFF_CONSUMER * page);
+	if (rb.cons == MAP_FAILED)
+		die("mmap consumer page");
+	rb.prod = mmap(NULL, page + 2 * rb.size, PROT_READ, MAP_SHARED, rb.fd,
+		       KPPROF_PGOFF_PRODUCER * page);
+	if (rb.prod == MAP_FAILED)
+		die("mmap ring");
+	rb.data = (const unsigned char *)rb.prod + page;
+	drain(&rb, fopen("/dev/null", "w"));	/* whatever came before us */
+	if (ioctl(rb.fd, KPPROF_IOC_GET_CONFIG, &old))
+		die("GET_CONFIG");
+	cfg = old;
+	cfg.mem_rate = mem;
+	cfg.block_rate = blk;
+	cfg.mutex_fraction = (__u32)mtx;
+	cfg.max_stack_depth = (__u32)depth;
+	cfg.flags = KPPROF_CFG_ALL;
+	if (ioctl(rb.fd, KPPROF_IOC_SET_CONFIG, &cfg))
+		die("SET_CONFIG");
+
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		if (preload)
+			setenv("LD_PRELOAD", preload, 1);
+		execvp(argv[optind], argv + optind);
+		fprintf(stderr, "shim_reader: %s: %s\n", argv[optind], strerror(errno));
+		_exit(127);
+	}
+	for (;;) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		drain(&rb, out);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR)
+			die("waitpid");
+		poll(NULL, 0, 5);
+	}
+	drain(&rb, out);
+	if (ioctl(rb.fd, KPPROF_IOC_SET_CONFIG, &old))
+		die("SET_CONFIG (restore)");
+	memset(&st, 0, sizeof(st));
+	if (ioctl(rb.fd, KPPROF_IOC_GET_STATS, &st))
+		die("GET_STATS");
+	fflush(out);
+	fprintf(stderr, "shim_reader: status %d records %lu accepted %llu rejected %llu dropped %llu\n",
+		WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), rb.records,
+		(unsigned long long)st.accepted, (unsigned long long)st.rejected,
+		(unsigned long long)st.dropped[KPPROF_DROP_RING_FULL]);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The allocation wrappers and the heap sampling decision (tcmalloc's and
+ * Go's MemProfileRate scheme).
+ *
+ * Each thread counts down the bytes left before its next sample; the
+ * countdown is drawn from an exponential distribution with mean mem_rate,
+ * so sample points form a Poisson process over allocated bytes (a fixed
+ * stride would alias with regular allocation patterns).  An allocation of
+ * n bytes with n >= countdown is sampled and a fresh countdown drawn.
+ * The unsampled path is one thread-local compare and subtract.
+ *
+ * The config is re-read only when a countdown expires.  To bound how long
+ * a new rate takes to reach a thread, a countdown longer than POLL_BYTES
+ * is cut at POLL_BYTES and marked "poll only": when it expires we re-read
+ * the config and draw again for the bytes beyond the poll point.  Because
+ * the exponential distribution is memoryless this leaves the sampling
+ * exactly Poisson.  With heap sampling off the thread polls every
+ * POLL_BYTES; with no module it never comes back to the slow path.
+ *
+ * rate == 1 keeps the countdown at 0: every allocation is sampled.
+ */
+#include <errno.h>
+#include <string.h>
+#include <malloc.h>
+#include "shim.h"
+
+#define POLL_BYTES	(64ULL << 20)
+#define OFF_POLL_BYTES	(KPPROF_MEM_RATE_DEFAULT)
+
+KPP_TLS struct kpp_thread kpp_thread;
+
+static void arm(struct kpp_thread *t, uint64_t next)
+{
+	if (next > POLL_BYTES) {
+		t->countdown = POLL_BYTES;
+		t->poll_only = 1;
+	} else {
+		t->countdown = next;
+		t->poll_only = 0;
+	}
+}
+
+/*
+ * heap_tick - the countdown has expired for an allocation of @n bytes
+ * (n >= countdown).  Decide whether it is sampled and re-arm.  Returns the
+ * rate to sample with, or 0.
+ */
+__attribute__((noinline))
+static uint64_t heap_tick(struct kpp_thread *t, size_t n)
+{
+	uint64_t overshoot, rate, d;
+	int ready = atomic_load_explicit(&kpp.ready, memory_order_acquire);
+
+	if (ready <= 0) {
+		if (ready < 0)
+			t->countdown = UINT64_MAX;	/* pass-through for good */
+		return 0;
+	}
+	if (t->guard)
+		return 0;
+	/* A fresh thread (countdown 0, not armed) starts as at a poll point. */
+	if (!t->cfg_seq)
+		t->poll_only = 1;
+	overshoot = n - t->countdown;
+	kpp_config_refresh(t);
+	rate = t->mem_rate;
+	if (!rate) {
+		t->countdown = OFF_POLL_BYTES;
+		t->poll_only = 1;
+		return 0;
+	}
+	if (rate == 1) {
+		t->countdown = 0;
+		t->poll_only = 0;
+		return 1;
+	}
+	if (t->poll_only) {
+		/* No sample point yet: draw where it lies past the poll point. */
+		d = kpp_rand_exp(t, rate);
+		if (d > overshoot) {
+			arm(t, d - overshoot);
+			return 0;
+		}
+	}
+	arm(t, kpp_rand_exp(t, rate));
+	return rate;
+}
+
+/* heap_take - account @n bytes; the rate to sample with, or 0. */
+static inline uint64_t heap_take(struct kpp_thread *t, size_t n)
+{
+	if (likely(n < t->countdown)) {
+		t->countdown -= n;
+		return 0;
+	}
+	return heap_tick(t, n);
+}
+
+void kpp_heap_sampled(struct kpp_thread *t, void *p, size_t size)
+{
+	uint64_t rate = t->mem_rate;
+
+	if (!p || !rate || !kpp_sample_begin(t))
+		return;
+	/* Remember the address first: a free racing with the record must
+	 * find it.  No stack (e.g. on a signal stack): forget it again. */
+	if (kpp_set_insert(p, size) && !kpp_emit_alloc(t, p, size, rate)) {
+		uint64_t unused;
+
+		kpp_set_remove(p, &unused);
+	}
+	kpp_sample_end(t);
+}
+
+__attribute__((noinline))
+static void *malloc_slow(size_t n)
+{
+	struct kpp_thread *t = &kpp_thread;
+	void *p = kpp_real.malloc(n);
+
+	if (heap_tick(t, n))
+		kpp_heap_sampled(t, p, n);
+	return p;
+}
+
+KPP_EXPORT void *malloc(size_t n)
+{
+	struct kpp_thread *t = &kpp_thread;
+
+	if (likely(n < t->countdown)) {
+		t->countdown -= n;
+		return kpp_real.malloc(n);
+	}
+	return malloc_slow(n);
+}
+
+__attribute__((noinline))
+static void free_slow(void *p)
+{
+	uint64_t size;
+
+	if (kpp_in_arena(p))
+		return;		/* from the start-up arena: never freed */
+	if (kpp_set_remove(p, &size))
+		kpp_emit_free(p, size);
+	kpp_real.free(p);
+}
+
+KPP_EXPORT void free(void *p)
+{
+	if (likely(!kpp_set_maybe(p))) {
+		kpp_real.free(p);
+		return;
+	}
+	free_slow(p);
+}
+
+KPP_EXPORT void *calloc(size_t n, size_t m)
+{
+	struct kpp_thread *t = &kpp_thread;
+	size_t total;
+	void *p;
+
+	if (__builtin_mul_overflow(n, m, &total))
+		return kpp_real.calloc(n, m);	/* fails with ENOMEM */
+	if (likely(total < t->countdown)) {
+		t->countdown -= total;
+		return kpp_real.calloc(n, m);
+	}
+	p = kpp_real.calloc(n, m);
+	if (heap_tick(t, total))
+		kpp_heap_sampled(t, p, total);
+	return p;
+}
+
+/*
+ * realloc_common - realloc and reallocarray: a free of the old block (if
+ * it was sampled) and an allocation of the new size.  The free record is
+ * written before the block is handed back, so another thread cannot get
+ * and sample the same address first.  If the real realloc fails the old
+ * block lives on: it is put back in the set and recorded again, charged
+ * to this realloc's stack.
+ */
+static void *realloc_common(void *p, size_t n, size_t m, bool array)
+{
+	struct kpp_thread *t = &kpp_thread;
+	uint64_t old = 0, rate;
+	bool had = false;
+	size_t total;
+	void *q;
+
+	if (array && __builtin_mul_overflow(n, m, &total))
+		return kpp_real.reallocarray(p, n, m);	/* fails with ENOMEM */
+	if (!array)
+		total = n;
+	if (p && kpp_set_maybe(p)) {
+		if (kpp_in_arena(p)) {
+			size_t keep = kpp_arena_size_of(p);
+
+			q = malloc(total);
+			if (q)
+				memcpy(q, p, keep < total ? keep : total);
+			return q;
+		}
+		had = kpp_set_remove(p, &old);
+		if (had)
+			kpp_emit_free(p, old);
+	}
+	q = array ? kpp_real.reallocarray(p, n, m) : kpp_real.realloc(p, n);
+	if (!q) {
+		if (had && total) {
+			int saved = errno;
+
+			kpp_heap_sampled(t, p, old);
+			errno = saved;
+		}
+		return NULL;
+	}
+	rate = heap_take(t, total);
+	if (rate)
+		kpp_heap_sampled(t, q, total);
+	return q;
+}
+
+KPP_EXPORT void *realloc(void *p, size_t n)
+{
+	struct kpp_thread *t = &kpp_thread;
+
+	if (likely(!kpp_set_maybe(p) && n < t->countdown)) {
+		t->countdown -= n;
+		return kpp_real.realloc(p, n);
+	}
+	return realloc_common(p, n, 0, false);
+}
+
+KPP_EXPORT void *reallocarray(void *p, size_t n, size_t m)
+{
+	return realloc_common(p, n, m, true);
+}
+
+#define SAMPLE_AFTER(call, size)				\
+	do {							\
+		struct kpp_thread *t_ = &kpp_thread;		\
+		void *p_ = (call);				\
+		if (heap_take(t_, (size)))			\
+			kpp_heap_sampled(t_, p_, (size));	\
+		return p_;					\
+	} while (0)
+
+KPP_EXPORT void *memalign(size_t align, size_t n)
+{
+	SAMPLE_AFTER(kpp_real.memalign(align, n), n);
+}
+
+KPP_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	SAMPLE_AFTER(kpp_real.aligned_alloc(align, n), n);
+}
+
+KPP_EXPORT void *valloc(size_t n)
+{
+	SAMPLE_AFTER(kpp_real.valloc(n), n);
+}
+
+KPP_EXPORT void *pvalloc(size_t n)
+{
+	SAMPLE_AFTER(kpp_real.pvalloc(n), n);
+}
+
+KPP_EXPORT int posix_memalign(void **pp, size_t align, size_t n)
+{
+	struct kpp_thread *t = &kpp_thread;
+	int r = kpp_real.posix_memalign(pp, align, n);
+
+	if (heap_take(t, n) && r == 0)
+		kpp_heap_sampled(t, *pp, n);
+	return r;
+}

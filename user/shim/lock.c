@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Lock contention: Go's block and mutex profiles for pthread mutexes, and
+ * the block profile for rwlocks.
+ *
+ * Lock: with contention profiling off (no module, or both rates 0) the
+ * wrapper forwards at once.  Otherwise it first tries the lock; success is
+ * the uncontended case, forwarded as is.  On EBUSY the wait is timed:
+ *
+ *  - block profile (block_rate in ns): a wait of d >= rate is recorded, a
+ *    shorter one with probability d / rate: KPPROF_REC_BLOCK with the
+ *    waiter's stack, delay_ns = d, rate = block_rate.  The collector
+ *    applies Go's bias correction (count rate / d, delay rate).
+ *  - mutex profile: the waiter registers in a small side table keyed by
+ *    the mutex address (start time, count of waiters) for the duration of
+ *    its wait.  An unlocker that sees waiters in glibc's lock word (value
+ *    2, or FUTEX_WAITERS for robust/PI mutexes) looks the mutex up and is
+ *    charged the wait its waiters accrued since they started waiting or
+ *    since the last charge, whichever is later (so no wait is charged
+ *    twice); the hand-off is recorded with probability 1 / mutex_fraction
+ *    as KPPROF_REC_MUTEX, the unlocker's stack, rate = mutex_fraction.
+ *    Go's semrelease charges the woken waiter's wait since the last
+ *    hand-off; charging every current waiter is what Go does for its
+ *    runtime-internal locks since 1.22, and is what a futex-based lock can
+ *    measure (it does not know which waiter the kernel wakes).
+ *
+ * Not seen: the unlock and re-lock pthread_cond_wait does internally (glibc
+ * calls its internal functions), and trylock, which never waits (it is not
+ * wrapped).  A waiter that registers after the unlocker has looked is
+ * charged to the next hand-off.  Side-table slots are tiny spinlocks held
+ * only for a few instructions; the child after fork clears the table.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include "shim.h"
+
+#define WAIT_SLOTS	256
+#define WAIT_PROBE	8
+
+struct wait_slot {
+	_Atomic uintptr_t mutex;	/* 0: free */
+	atomic_flag busy;		/* guards the fields below */
+	uint32_t nwaiters;
+	uint64_t sum_start;		/* sum of the waiters' effective start */
+	uint64_t charged_at;		/* time of the last charge */
+} __attribute__((aligned(64)));
+
+static struct wait_slot wait_table[WAIT_SLOTS];
+
+static size_t wait_hash(const void *m)
+{
+	return (((uintptr_t)m >> 4) * 0x9E3779B97F4A7C15ULL) >> (64 - 8);
+}
+
+static void slot_lock(struct wait_slot *s)
+{
+	while (atomic_flag_test_and_set_explicit(&s->busy, memory_order_acquire))
+		sched_yield();
+}
+
+static void slot_unlock(struct wait_slot *s)
+{
+	atomic_flag_clear_explicit(&s->busy, memory_order_release);
+}
+
+/* waiter_enter - register a waiter on @m; the slot, locked, or NULL. */
+static struct wait_slot *slot_get(const void *m, bool claim)
+{
+	size_t h = wait_hash(m);
+
+	for (size_t i = 0; i < WAIT_PROBE; i++) {
+		struct wait_slot *s = &wait_table[(h + i) % WAIT_SLOTS];
+		uintptr_t cur = atomic_load_explicit(&s->mutex, memory_order_relaxed);
+
+		if (cur != (uintptr_t)m) {
+			uintptr_t zero = 0;
+
+			if (cur || !claim ||
+			    !atomic_compare_exchange_strong(&s->mutex, &zero, (uintptr_t)m))
+				continue;
+		}
+		slot_lock(s);
+		if (atomic_load_explicit(&s->mutex, memory_order_relaxed) == (uintptr_t)m)
+			return s;
+		slot_unlock(s);	/* freed meanwhile: keep looking */
+	}
+	return NULL;
+}
+
+static struct wait_slot *waiter_enter(const void *m, uint64_t t0)
+{
+	struct wait_slot *s = slot_get(m, true);
+
+	if (!s)
+		return NULL;
+	s->nwaiters++;
+	s->sum_start += t0;
+	slot_unlock(s);
+	return s;
+}
+
+static void waiter_leave(struct wait_slot *s, const void *m, uint64_t t0)
+{
+	slot_lock(s);
+	if (atomic_load_explicit(&s->mutex, memory_order_relaxed) == (uintptr_t)m &&
+	    s->nwaiters) {
+		s->sum_start -= t0 > s->charged_at ? t0 : s->charged_at;
+		if (--s->nwaiters == 0) {
+			s->sum_start = 0;
+			s->charged_at = 0;
+			atomic_store_explicit(&s->mutex, 0, memory_order_relaxed);
+		}
+	}
+	slot_unlock(s);
+}
+
+/* charge - the wait accrued by @m's waiters since the last charge. */
+static uint64_t charge(const void *m)
+{
+	struct wait_slot *s = slot_get(m, false);
+	uint64_t now, total, delay = 0;
+
+	if (!s)
+		return 0;
+	if (s->nwaiters) {
+		now = kpp_now_ns();
+		total = now * s->nwaiters;
+		delay = total > s->sum_start ? total - s->sum_start : 0;
+		s->sum_start = total;
+		s->charged_at = now;
+	}
+	slot_unlock(s);
+	return delay;
+}
+
+void kpp_locks_reset(void)
+{
+	memset(wait_table, 0, sizeof(wait_table));
+}
+
+/*
+ * contention_on - is any contention profile on for this thread?  One
+ * relaxed load of the config page's seq (a line only the kernel writes, on
+ * a config change) unless it moved.
+ */
+static inline bool contention_on(struct kpp_thread *t)
+{
+	const volatile struct kpprof_config_page *pg = kpp.page;
+
+	if (likely(!pg))
+		return false;
+	if (unlikely(__atomic_load_n(&pg->seq, __ATOMIC_RELAXED) + 1 != t->cfg_seq))
+		kpp_config_refresh(t);
+	return (t->block_rate | t->mutex_fraction) && !t->guard;
+}
+
+static void block_event(struct kpp_thread *t, const void *lock, uint64_t d)
+{
+	uint64_t rate = t->block_rate;
+
+	if (!rate || !d)
+		return;
+	if (d < rate && !kpp_rand_chance(t, d, rate))
+		return;
+	if (!kpp_sample_begin(t))
+		return;
+	kpp_emit_contention(t, KPPROF_REC_BLOCK, lock, d, rate);
+	kpp_sample_end(t);
+}
+
+/* wait_timed - the contended path: wait with @wait, measure, record. */
+__attribute__((noinline))
+static int wait_timed(struct kpp_thread *t, void *lock, bool is_mutex,
+		      int (*wait)(void *, const void *), const void *arg)
+{
+	uint64_t t0 = kpp_now_ns(), t1;
+	struct wait_slot *s = NULL;
+	int r;
+
+	if (is_mutex && t->mutex_fraction)
+		s = waiter_enter(lock, t0);
+	r = wait(lock, arg);
+	t1 = kpp_now_ns();
+	if (s)
+		waiter_leave(s, lock, t0);
+	block_event(t, lock, t1 - t0);
+	return r;
+}
+
+static int call_mutex_lock(void *m, const void *unused)
+{
+	(void)unused;
+	return kpp_real.mutex_lock(m);
+}
+
+static int call_mutex_timedlock(void *m, const void *ts)
+{
+	return kpp_real.mutex_timedlock(m, ts);
+}
+
+static int call_rdlock(void *l, const void *unused)
+{
+	(void)unused;
+	return kpp_real.rwlock_rdlock(l);
+}
+
+static int call_wrlock(void *l, const void *unused)
+{
+	(void)unused;
+	return kpp_real.rwlock_wrlock(l);
+}
+
+KPP_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	struct kpp_thread *t = &kpp_thread;
+	int r;
+
+	if (likely(!contention_on(t)))
+		return kpp_real.mutex_lock(m);
+	r = kpp_real.mutex_trylock(m);
+	if (likely(r != EBUSY))
+		return r;
+	return wait_timed(t, m, true, call_mutex_lock, NULL);
+}
+
+KPP_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *ts)
+{
+	struct kpp_thread *t = &kpp_thread;
+	int r;
+
+	if (likely(!contention_on(t)))
+		return kpp_real.mutex_timedlock(m, ts);
+	r = kpp_real.mutex_trylock(m);
+	if (likely(r != EBUSY))
+		return r;
+	return wait_timed(t, m, true, call_mutex_timedlock, ts);
+}
+
+/* The lock word says someone may be waiting (see the file comment). */
+static inline bool may_have_waiters(const pthread_mutex_t *m)
+{
+	int w = __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED);
+
+	return w == 2 || (w & (int)0x80000000);
+}
+
+__attribute__((noinline))
+static int unlock_slow(struct kpp_thread *t, pthread_mutex_t *m)
+{
+	uint64_t delay;
+	uint32_t n;
+	int r;
+
+	if (!contention_on(t) || !(n = t->mutex_fraction))
+		return kpp_real.mutex_unlock(m);
+	delay = charge(m);
+	r = kpp_real.mutex_unlock(m);
+	if (delay && r == 0 && kpp_rand_chance(t, 1, n) && kpp_sample_begin(t)) {
+		kpp_emit_contention(t, KPPROF_REC_MUTEX, m, delay, n);
+		kpp_sample_end(t);
+	}
+	return r;
+}
+
+KPP_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+	if (likely(!may_have_waiters(m)) || likely(!kpp.page))
+		return kpp_real.mutex_unlock(m);
+	return unlock_slow(&kpp_thread, m);
+}
+
+KPP_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+	struct kpp_thread *t = &kpp_thread;
+	int r;
+
+	if (likely(!contention_on(t)) || !t->block_rate)
+		return kpp_real.rwlock_rdlock(l);
+	r = kpp_real.rwlock_tryrdlock(l);
+	if (likely(r != EBUSY))
+		return r;
+	return wait_timed(t, l, false, call_rdlock, NULL);
+}
+
+KPP_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+	struct kpp_thread *t = &kpp_thread;
+	int r;
+
+	if (likely(!contention_on(t)) || !t->block_rate)
+		return kpp_real.rwlock_wrlock(l);
+	r = kpp_real.rwlock_trywrlock(l);
+	if (likely(r != EBUSY))
+		return r;
+	return wait_timed(t, l, false, call_wrlock, NULL);
+}

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Finding the real functions behind the wrappers, and the static arena that
+ * feeds allocations made while we look for them.
+ *
+ * dlsym() itself may call calloc()/malloc() (glibc allocates dlerror state),
+ * which lands back in our wrappers before kpp_real.calloc is known.  While
+ * this thread is resolving, those allocations come from a small static
+ * arena.  Arena blocks are never given back: kpp_set_mark() makes free()
+ * of one take the slow path, which recognises and ignores it.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "shim.h"
+
+static void kpp_resolve_all(void);
+
+/*
+ * The stubs: kpp_real starts out pointing here, so the wrappers can call
+ * through the pointers unconditionally.  Each resolves everything, then
+ * forwards to the real function; while resolving they serve the arena.
+ */
+static void *stub_malloc(size_t n)
+{
+	kpp_resolve();
+	if (kpp_resolving())
+		return kpp_arena_alloc(n, 16);
+	return kpp_real.malloc(n);
+}
+
+static void stub_free(void *p)
+{
+	if (!p || kpp_in_arena(p))
+		return;
+	kpp_resolve();
+	kpp_real.free(p);
+}
+
+static void *stub_calloc(size_t n, size_t m)
+{
+	size_t total;
+
+	kpp_resolve();
+	if (kpp_resolving()) {
+		if (__builtin_mul_overflow(n, m, &total)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return kpp_arena_alloc(total, 16);	/* arena is zeroed */
+	}
+	return kpp_real.calloc(n, m);
+}
+
+static void *stub_realloc(void *p, size_t n)
+{
+	kpp_resolve();
+	if (kpp_resolving()) {
+		void *q = kpp_arena_alloc(n, 16);
+		size_t old = p ? kpp_arena_size_of(p) : 0;
+
+		if (q && old)
+			memcpy(q, p, old < n ? old : n);
+		return q;
+	}
+	return kpp_real.realloc(p, n);
+}
+
+static void *stub_reallocarray(void *p, size_t n, size_t m)
+{
+	size_t total;
+
+	if (__builtin_mul_overflow(n, m, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	kpp_resolve();
+	if (kpp_resolving())
+		return stub_realloc(p, total);
+	return kpp_real.reallocarray(p, n, m);
+}
+
+static void *stub_memalign(size_t a, size_t n)
+{
+	kpp_resolve();
+	if (kpp_resolving())
+		return kpp_arena_alloc(n, a);
+	return kpp_real.memalign(a, n);
+}
+
+static int stub_posix_memalign(void **pp, size_t a, size_t n)
+{
+	kpp_resolve();
+	if (kpp_resolving()) {
+		*pp = kpp_arena_alloc(n, a);
+		return *pp ? 0 : ENOMEM;
+	}
+	return kpp_real.posix_memalign(pp, a, n);
+}
+
+static void *stub_aligned_alloc(size_t a, size_t n)
+{
+	kpp_resolve();
+	if (kpp_resolving())
+		return kpp_arena_alloc(n, a);
+	return kpp_real.aligned_alloc(a, n);
+}
+
+static void *stub_valloc(size_t n)
+{
+	kpp_resolve();
+	if (kpp_resolving())
+		return kpp_arena_alloc(n, 4096);
+	return kpp_real.valloc(n);
+}
+
+static void *stub_pvalloc(size_t n)
+{
+	kpp_resolve();
+	if (kpp_resolving())
+		return kpp_arena_alloc((n + 4095) & ~(size_t)4095, 4096);
+	return kpp_real.pvalloc(n);
+}
+
+/*
+ * Lock functions are never called by dlsym on this path in a way that
+ * needs a lock to work (single thread at start-up), but be safe: while
+ * resolving, pretend success.
+ */
+static int stub_mutex_lock(void *m)
+{
+	kpp_resolve();
+	return kpp_resolving() ? 0 : kpp_real.mutex_lock(m);
+}
+
+static int stub_mutex_trylock(void *m)
+{
+	kpp_resolve();
+	return kpp_resolving() ? 0 : kpp_real.mutex_trylock(m);
+}
+
+static int stub_mutex_timedlock(void *m, const void *ts)
+{
+	kpp_resolve();
+	return kpp_resolving() ? 0 : kpp_real.mutex_timedlock(m, ts);
+}
+
+static int stub_mutex_unlock(void *m)
+{
+	kpp_resolve();
+	return kpp_resolving() ? 0 : kpp_real.mutex_unlock(m);
+}
+
+static int stub_rwlock_rdlock(void *l)
+{
+	kpp_resolve();
+	return kpp_resolving() ? 0 : kpp_real.rwlock_rdlock(l);
+}
+
+static int stub_rwlock_wrlock(void *l)
+{
+	kpp_resolve();
+	return kpp_resolving() ? 0 : kpp_real.rwlock_wrlock(l);
+}
+
+static int stub_rwlock_tryrdlock(void *l)
+{
+	kpp_resolve();
+	return kpp_resolving() ? 0 : kpp_real.rwlock_tryrdlock(l);
+}
+
+static int stub_rwlock_trywrlock(void *l)
+{
+	kpp_resolve();
+	return kpp_resolving() ? 0 : kpp_real.rwlock_trywrlock(l);
+}
+
+struct kpp_real kpp_real = {
+	.malloc = stub_malloc,
+	.free = stub_free,
+	.calloc = stub_calloc,
+	.realloc = stub_realloc,
+	.reallocarray = stub_reallocarray,
+	.memalign = stub_memalign,
+	.posix_memalign = stub_posix_memalign,
+	.aligned_alloc = stub_aligned_alloc,
+	.valloc = stub_valloc,
+	.pvalloc = stub_pvalloc,
+	.mutex_lock = stub_mutex_lock,
+	.mutex_trylock = stub_mutex_trylock,
+	.mutex_timedlock = stub_mutex_timedlock,
+	.mutex_unlock = stub_mutex_unlock,
+	.rwlock_rdlock = stub_rwlock_rdlock,
+	.rwlock_wrlock = stub_rwlock_wrlock,
+	.rwlock_tryrdlock = stub_rwlock_tryrdlock,
+	.rwlock_trywrlock = stub_rwlock_trywrlock,
+};
+
+/* 0: not yet, 1: in progress (some thread), 2: done. */
+static _Atomic int resolve_state;
+static KPP_TLS int resolving_here;
+
+bool kpp_resolving(void)
+{
+	return resolving_here;
+}
+
+void kpp_resolve(void)
+{
+	if (atomic_load_explicit(&resolve_state, memory_order_acquire) == 2 ||
+	    resolving_here)
+		return;
+	resolving_here = 1;
+	atomic_store(&resolve_state, 1);
+	kpp_resolve_all();
+	atomic_store_explicit(&resolve_state, 2, memory_order_release);
+	resolving_here = 0;
+}
+
+/*
+ * Look one symbol up.  A missing one would leave us unable to forward the
+ * call at all, which no caller could survive; glibc has all of these, so
+ * this only fires in a broken environment, and says so.
+ */
+static void *next_sym(const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	if (!p) {
+		static const char msg[] = "kpprof: cannot find the next definition of a wrapped function\n";
+
+		(void)!write(2, msg, sizeof(msg) - 1);
+		abort();
+	}
+	return p;
+}
+
+#define RESOLVE(field, name) \
+	do { \
+		void *p_ = next_sym(name); \
+		memcpy(&r.field, &p_, sizeof(p_)); \
+	} while (0)
+
+static void kpp_resolve_all(void)
+{
+	struct kpp_real r;
+
+	RESOLVE(malloc, "malloc");
+	RESOLVE(free, "free");
+	RESOLVE(calloc, "calloc");
+	RESOLVE(realloc, "realloc");
+	RESOLVE(reallocarray, "reallocarray");
+	RESOLVE(memalign, "memalign");
+	RESOLVE(posix_memalign, "posix_memalign");
+	RESOLVE(aligned_alloc, "aligned_alloc");
+	RESOLVE(valloc, "valloc");
+	RESOLVE(pvalloc, "pvalloc");
+	RESOLVE(mutex_lock, "pthread_mutex_lock");
+	RESOLVE(mutex_trylock, "pthread_mutex_trylock");
+	RESOLVE(mutex_timedlock, "pthread_mutex_timedlock");
+	RESOLVE(mutex_unlock, "pthread_mutex_unlock");
+	RESOLVE(rwlock_rdlock, "pthread_rwlock_rdlock");
+	RESOLVE(rwlock_wrlock, "pthread_rwlock_wrlock");
+	RESOLVE(rwlock_tryrdlock, "pthread_rwlock_tryrdlock");
+	RESOLVE(rwlock_trywrlock, "pthread_rwlock_trywrlock");
+	/*
+	 * Publish function by function: another thread calling through a
+	 * stub meanwhile either still sees the stub (which forwards once we
+	 * are done) or the real function.
+	 */
+	for (size_t i = 0; i < sizeof(r) / sizeof(void *); i++)
+		__atomic_store_n((void **)&kpp_real + i, ((void **)&r)[i],
+				 __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------ arena */
+
+/*
+ * 64 KiB is far more than glibc's dlsym needs (it asks for a few dozen
+ * bytes); a block records its size in the 16 bytes before it so realloc
+ * can copy it out.
+ */
+#define ARENA_SIZE	(64 * 1024)
+static _Alignas(4096) char arena[ARENA_SIZE];
+static _Atomic size_t arena_used;
+
+void *kpp_arena_alloc(size_t size, size_t align)
+{
+	size_t start, end, old;
+
+	if (align < 16)
+		align = 16;
+	if (align > 4096 || (align & (align - 1)) || size > ARENA_SIZE) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	old = atomic_load(&arena_used);
+	do {
+		start = (old + 16 + align - 1) & ~(align - 1);
+		end = start + ((size + 15) & ~(size_t)15);
+		if (end > ARENA_SIZE) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	} while (!atomic_compare_exchange_weak(&arena_used, &old, end));
+	memcpy(arena + start - sizeof(size_t), &size, sizeof(size));
+	kpp_set_mark(arena + start);
+	return arena + start;
+}
+
+bool kpp_in_arena(const void *p)
+{
+	return (const char *)p >= arena && (const char *)p < arena + ARENA_SIZE;
+}
+
+size_t kpp_arena_size_of(const void *p)
+{
+	size_t size;
+
+	memcpy(&size, (const char *)p - sizeof(size), sizeof(size));
+	return size;
+}

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * libkpprof.so internals: what the shim's files share.
+ *
+ * Constraints every file here lives by:
+ *  - The sampling path never calls the allocator it wraps for its own
+ *    data: record buffers live on the stack or in static storage, tables
+ *    come from mmap(2).  Code it calls into (libunwind, dl_iterate_phdr,
+ *    pthread_getattr_np) may allocate: such calls run with the per-thread
+ *    guard set, so the nested malloc/free/lock calls pass straight through.
+ *  - It never blocks on a lock another thread may hold while that thread
+ *    waits for us: the sampled-address table is lock-free, and the few
+ *    spinlocks (mapping table, waiter slots) are never held across a call
+ *    out of the shim.
+ *  - Before init (or with no usable /dev/kpprof) every call passes straight
+ *    through to the next definition (dlsym RTLD_NEXT).
+ */
+#ifndef KPP_SHIM_H
+#define KPP_SHIM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "kpprof.h"
+
+#define KPP_EXPORT	__attribute__((visibility("default")))
+#define KPP_HIDDEN	__attribute__((visibility("hidden")))
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+#define KPP_TLS		__thread __attribute__((tls_model("initial-exec")))
+
+/* --------------------------------------------------------- real functions */
+
+/*
+ * The next definitions of what we wrap, found with dlsym(RTLD_NEXT).  Each
+ * pointer starts at a stub that resolves them all, then forwards, so the
+ * hot paths never test for NULL.
+ */
+struct kpp_real {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	int (*mutex_lock)(void *);
+	int (*mutex_trylock)(void *);
+	int (*mutex_timedlock)(void *, const void *);
+	int (*mutex_unlock)(void *);
+	int (*rwlock_rdlock)(void *);
+	int (*rwlock_wrlock)(void *);
+	int (*rwlock_tryrdlock)(void *);
+	int (*rwlock_trywrlock)(void *);
+};
+extern struct kpp_real kpp_real KPP_HIDDEN;
+
+/* kpp_resolve - fill kpp_real; safe to call many times and re-entrantly. */
+void kpp_resolve(void) KPP_HIDDEN;
+/* Early allocations made while dlsym runs come from a static arena. */
+void *kpp_arena_alloc(size_t size, size_t align) KPP_HIDDEN;
+bool kpp_in_arena(const void *p) KPP_HIDDEN;
+size_t kpp_arena_size_of(const void *p) KPP_HIDDEN;
+bool kpp_resolving(void) KPP_HIDDEN;
+
+/* --------------------------------------------------------- per thread */
+
+/*
+ * struct kpp_thread - everything a thread keeps, in initial-exec TLS (all
+ * zero at thread start, no constructor needed).
+ * @countdown: bytes to allocate before the next heap sample; 0 sends the
+ *             next allocation to the slow path (first call, rate 1).
+ * @poll_only: the countdown ends at a config poll point, not a sample.
+ * @guard:     non-zero while the thread is inside the shim's slow paths.
+ * @cfg_seq:   config page seq the cached rates below were read at, + 1
+ *             (0 = never read).
+ */
+struct kpp_thread {
+	uint64_t countdown;
+	uint32_t poll_only;
+	uint32_t guard;
+	uint32_t cfg_seq;
+	uint32_t max_depth;
+	uint64_t mem_rate;		/* 0: heap sampling off */
+	uint64_t block_rate;		/* 0: off */
+	uint32_t mutex_fraction;	/* 0: off */
+	uint32_t rng_seeded;
+	uint64_t rng;
+	uintptr_t stack_lo, stack_hi;	/* this thread's stack, for the FP walker */
+	uint32_t stack_known;
+	int saved_errno;		/* errno on entry to a sampling path */
+};
+extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
+
+/* --------------------------------------------------------- config */
+
+/* Process-wide state set up by kpp_init(). */
+struct kpp_global {
+	int fd;				/* /dev/kpprof, -1: pass-through */
+	dev_t rdev;			/* to notice the fd being closed under us */
+	ino_t ino;
+	const volatile struct kpprof_config_page *page;
+	int unwind_libunwind;		/* KPPROF_UNWIND: 1 libunwind, 0 fp */
+	int debug;			/* KPPROF_DEBUG=1 */
+	int64_t env_mem_rate;		/* -1: not set in the environment */
+	int64_t env_block_rate;
+	int64_t env_mutex_fraction;
+	uintptr_t self_lo, self_hi;	/* the shim's own text, skipped in stacks */
+	_Atomic int ready;		/* 1 once init finished: sampling allowed */
+	_Atomic int fork_pending;	/* fork in progress: no new samples */
+	_Atomic int samplers;		/* threads inside a sampling path */
+	_Atomic uint64_t writes_ok, writes_dropped, writes_failed;
+	_Atomic uint64_t table_full;
+};
+extern struct kpp_global kpp KPP_HIDDEN;
+
+/*
+ * kpp_config_refresh - re-read the config page into this thread's cache if
+ * its seq changed (or never read).  Cheap when nothing changed: one load.
+ */
+void kpp_config_refresh(struct kpp_thread *t) KPP_HIDDEN;
+/* Parse the KPPROF_* environment; -1 when a variable is absent or bad. */
+int64_t kpp_env_u64(const char *name, uint64_t max) KPP_HIDDEN;
+
+/* --------------------------------------------------------- sampling gate */
+
+/*
+ * kpp_sample_begin - enter a sampling path: returns false (do not sample)
+ * when the shim is not ready, a fork is being prepared, or the thread is
+ * already inside the shim.  On true, pair with kpp_sample_end().
+ */
+bool kpp_sample_begin(struct kpp_thread *t) KPP_HIDDEN;
+void kpp_sample_end(struct kpp_thread *t) KPP_HIDDEN;
+
+/* --------------------------------------------------------- random */
+
+/* kpp_rand64 - per-thread xorshift64* generator, seeded on first use. */
+uint64_t kpp_rand64(struct kpp_thread *t) KPP_HIDDEN;
+/* kpp_rand_exp - exponentially distributed value with the given mean. */
+uint64_t kpp_rand_exp(struct kpp_thread *t, uint64_t mean) KPP_HIDDEN;
+/* kpp_rand_chance - true with probability num / den (den > 0). */
+bool kpp_rand_chance(struct kpp_thread *t, uint64_t num, uint64_t den) KPP_HIDDEN;
+
+/* --------------------------------------------------------- sampled set */
+
+/*
+ * The addresses of sampled, not yet freed allocations.  A small filter of
+ * counters answers "certainly not sampled" with one load and no lock; the
+ * table behind it is lock-free (see sampled_set.c for why that is safe).
+ */
+int kpp_set_init(void) KPP_HIDDEN;
+extern _Atomic uint8_t kpp_set_filter[] KPP_HIDDEN;
+#define KPP_FILTER_BITS	15
+static inline size_t kpp_set_hash(const void *p)
+{
+	return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ULL >> (64 - KPP_FILTER_BITS));
+}
+static inline bool kpp_set_maybe(const void *p)
+{
+	return atomic_load_explicit(&kpp_set_filter[kpp_set_hash(p)],
+				    memory_order_relaxed) != 0;
+}
+bool kpp_set_insert(const void *p, uint64_t size) KPP_HIDDEN;
+bool kpp_set_remove(const void *p, uint64_t *size) KPP_HIDDEN;
+/* kpp_set_mark - make the filter send frees of @p to the slow path forever. */
+void kpp_set_mark(const void *p) KPP_HIDDEN;
+/* kpp_set_reset - forget every entry (the child after fork). */
+void kpp_set_reset(void) KPP_HIDDEN;
+
+/* --------------------------------------------------------- stacks */
+
+/*
+ * kpp_stack - capture the calling thread's user stack, leaf first, the
+ * shim's own frames left out; at most @max frames; returns the count.
+ */
+unsigned int kpp_stack(struct kpp_thread *t, __u64 *pcs, unsigned int max) KPP_HIDDEN;
+unsigned int kpp_stack_fp(struct kpp_thread *t, __u64 *pcs, unsigned int max) KPP_HIDDEN;
+unsigned int kpp_stack_unwind(__u64 *pcs, unsigned int max) KPP_HIDDEN;
+
+/* --------------------------------------------------------- records */
+
+/* kpp_emit - write(2) one record; never retries ENOBUFS; keeps errno. */
+void kpp_emit(const void *rec, size_t size) KPP_HIDDEN;
+void kpp_emit_comm(__u32 reason) KPP_HIDDEN;
+bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,
+		    uint64_t rate) KPP_HIDDEN;
+void kpp_emit_free(const void *addr, uint64_t bytes) KPP_HIDDEN;
+void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
+			 uint64_t delay_ns, uint64_t rate) KPP_HIDDEN;
+
+/* --------------------------------------------------------- mappings */
+
+/* kpp_maps_sync - emit MMAP/MUNMAP records for objects loaded/unloaded
+ * since the last call (all of them on the first call or after reset). */
+void kpp_maps_sync(void) KPP_HIDDEN;
+void kpp_maps_reset(void) KPP_HIDDEN;
+/* kpp_maps_changed - cheap test: did dlopen/dlclose happen since sync? */
+bool kpp_maps_changed(void) KPP_HIDDEN;
+void kpp_maps_find_self(void) KPP_HIDDEN;
+
+/* --------------------------------------------------------- heap & locks */
+
+void kpp_heap_sampled(struct kpp_thread *t, void *p, size_t size) KPP_HIDDEN;
+void kpp_locks_reset(void) KPP_HIDDEN;
+
+/* --------------------------------------------------------- misc */
+
+uint64_t kpp_now_ns(void) KPP_HIDDEN;
+void kpp_debug(const char *fmt, ...) KPP_HIDDEN __attribute__((format(printf, 1, 2)));
+
+#endif /* KPP_SHIM_H */
