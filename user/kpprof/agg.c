@@ -68,7 +68,6 @@ struct live_ent {
 struct kpp_agg {
 	struct kpp_agg_limits lim;
 	struct kpp_agg_stats st;
-	uint64_t max_cycle_seen;
 	uint64_t generation;
 	uint64_t exit_seq;
 
@@ -631,30 +630,27 @@ static void fold_slot(struct kpp_agg *a, int s)
 /*
  * note_cycle - a record of cycle @c was read: every cycle before it is
  * complete.  Folding at most the three slots suffices: whatever they hold
- * belongs to cycles <= max_cycle_seen < c.
+ * belongs to cycles in [first_incomplete, c).
  */
 static void note_cycle(struct kpp_agg *a, uint64_t c)
 {
 	if (!a->st.any_cycle) {
 		a->st.any_cycle = true;
-		a->max_cycle_seen = c;
-		a->st.cycle_complete = c - 1;
+		a->st.first_incomplete = c;
 		return;
 	}
-	if (c <= a->max_cycle_seen)
+	if (c <= a->st.first_incomplete)
 		return;
-	for (uint64_t k = a->st.cycle_complete + 1, n = 0; k < c && n < 3; k++, n++) {
+	for (uint64_t k = a->st.first_incomplete, n = 0; k < c && n < 3; k++, n++) {
 		fold_slot(a, k % 3);
 		a->st.cycles_folded++;
 	}
-	a->st.cycle_complete = c - 1;
-	a->max_cycle_seen = c;
+	a->st.first_incomplete = c;
 }
 
-bool kpp_agg__cycle_complete(const struct kpp_agg *a, uint64_t *cycle)
+uint64_t kpp_agg__first_incomplete(const struct kpp_agg *a)
 {
-	*cycle = a->st.cycle_complete;
-	return a->st.any_cycle;
+	return a->st.first_incomplete;
 }
 
 /* counts_for - where a heap event of cycle @c goes. */
@@ -663,7 +659,7 @@ static struct kpp_heap_counts *counts_for(struct kpp_agg *a, uint32_t bi, uint64
 	struct kpp_bucket *b = &a->buckets[bi];
 	int s = c % 3;
 
-	if (c <= a->st.cycle_complete) {
+	if (c < a->st.first_incomplete) {
 		a->st.late_records++;
 		return &b->heap.active;
 	}

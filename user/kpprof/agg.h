@@ -97,8 +97,8 @@ struct kpp_agg_stats {
 	uint64_t procs_dropped;		/* exited processes dropped (max_exited) */
 	uint64_t bad_records;		/* decoder refused (counted by caller) */
 	uint64_t cycles_folded;
-	uint64_t cycle_complete;	/* highest cycle known complete */
-	bool any_cycle;
+	uint64_t first_incomplete;	/* every cycle below it is complete */
+	bool any_cycle;			/* first_incomplete is meaningful */
 	size_t nr_buckets, nr_stacks, nr_live, nr_procs;
 	size_t stack_bytes;		/* pcs arena in use */
 };
@@ -112,8 +112,8 @@ void kpp_agg__free(struct kpp_agg *a);
 int kpp_agg__add(struct kpp_agg *a, const struct kpp_rec *r);
 const struct kpp_agg_stats *kpp_agg__stats(const struct kpp_agg *a);
 
-/* Highest cycle known complete; false if no record was seen yet. */
-bool kpp_agg__cycle_complete(const struct kpp_agg *a, uint64_t *cycle);
+/* The lowest cycle not yet known complete (0 before any record). */
+uint64_t kpp_agg__first_incomplete(const struct kpp_agg *a);
 
 struct kpp_proc *kpp_agg__proc(const struct kpp_agg *a, uint32_t pid);
 /* Calls @fn for every process (any order); stops on non-zero. */

@@ -5,9 +5,10 @@
  * field up by name once, at start, so a module that moves a field is read
  * correctly (and one that drops a field we need is refused with its name).
  *
- * Every record starts with the common header (kind, nr_pcs, size, ...);
- * the kind field is located from the first event, as ftrace locates
- * common_type, and checked to sit at the same place in every event.
+ * Every record starts with the common header (common_type = the kind,
+ * common_nr_pcs, common_size, ...); the kind field is located from the
+ * first event, as ftrace locates common_type, and checked to sit at the
+ * same place in every event.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -45,9 +46,11 @@ struct kpp_decoder {
 
 /* Field names per kind for the generic slots F_A..F_TAIL; NULL: unused. */
 static const char *const slot_names[KPPROF_REC_KINDS][F_COUNT] = {
-#define HDR [F_KIND] = "kind", [F_NR_PCS] = "nr_pcs", [F_SIZE] = "size", \
-	[F_TGID] = "tgid", [F_TID] = "tid", [F_UID] = "uid", [F_CPU] = "cpu", \
-	[F_TIME] = "time_ns", [F_CYCLE] = "cycle"
+/* The record header is every event's common part, named as ftrace names its own. */
+#define HDR [F_KIND] = "common_type", [F_NR_PCS] = "common_nr_pcs", \
+	[F_SIZE] = "common_size", [F_TGID] = "common_tgid", [F_TID] = "common_tid", \
+	[F_UID] = "common_uid", [F_CPU] = "common_cpu", [F_TIME] = "common_time_ns", \
+	[F_CYCLE] = "common_cycle"
 	[KPPROF_REC_ALLOC] = { HDR, [F_A] = "addr", [F_B] = "bytes", [F_C] = "rate",
 			       [F_TAIL] = "pcs" },
 	[KPPROF_REC_FREE] = { HDR, [F_A] = "addr", [F_B] = "bytes" },
@@ -103,7 +106,7 @@ static int take_event(struct kpp_decoder *d, struct tep_event *ev,
 
 		if (!name)
 			continue;
-		f = tep_find_field(ev, name);
+		f = tep_find_any_field(ev, name);
 		if (!f) {
 			set_err(err, errlen, "format text: event %s (ID %d) has no field '%s'",
 				ev->name, kind, name);

@@ -123,7 +123,7 @@ static int64_t now_ms(void)
 int kpp_session__settle(struct kpp_session *s, int timeout_ms)
 {
 	int64_t deadline = now_ms() + timeout_ms;
-	uint64_t target, done;
+	uint64_t target;
 
 	/*
 	 * Ask for a new cycle c: every record accepted before it is in cycle
@@ -139,7 +139,7 @@ int kpp_session__settle(struct kpp_session *s, int timeout_ms)
 		for (int i = 0; i < 20 && now_ms() < deadline; i++) {
 			if (kpp_ring__poll(s->ring, 50) == -ENOMEM)
 				return -ENOMEM;
-			if (kpp_agg__cycle_complete(s->agg, &done) && done + 1 >= target)
+			if (kpp_agg__first_incomplete(s->agg) >= target)
 				return 0;
 		}
 	}
