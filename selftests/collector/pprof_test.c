@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * pprof_test - the writer end to end on the host: records whose stacks
+ * point into this very program (func1 -> func2, as in the seed article)
+ * are aggregated, symbolized through /proc/self/maps + libelf (this test
+ * is a PIE, so the load bias matters), written as heap.pb.gz, and read
+ * back by `go tool pprof` (an independent reader) and by `kpprof top`.
+ */
+#include <errno.h>
+#include <kselftest_harness.h>
+#include <unistd.h>
+
+#include "profile_write.h"
+#include "test_rec.h"
+
+/* Not static, not inlined: the symbolizer must find these names. */
+/* Each has a body of some length, so start + 4 lies inside it. */
+volatile int seed_sink;
+__attribute__((noinline)) void seed_func2(void) { for (int i = 0; i < 3; i++) seed_sink += i; }
+__attribute__((noinline)) void seed_func1(void) { seed_func2(); for (int i = 0; i < 3; i++) seed_sink += i; }
+__attribute__((noinline)) void seed_main_loop(void) { seed_func1(); for (int i = 0; i < 3; i++) seed_sink += i; }
+
+static char dir[] = "/tmp/kpprof-pprof-test.XXXXXX";
+
+/* run - the first line of CMD's output containing @needle, or "" ; exit status in *st. */
+static int run(const char *cmd, char *out, size_t len)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n;
+
+	if (!p)
+		return -1;
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	return pclose(p);
+}
+
+static const char *go_env(void)
+{
+	static char env[512];
+
+	snprintf(env, sizeof(env), "HOME=%s GOCACHE=%s/gocache GOFLAGS=-mod=mod GOTOOLCHAIN=local PPROF_TMPDIR=%s",
+		 dir, dir, dir);
+	return env;
+}
+
+/* Percentage in `go tool pprof -top` output of the line naming @fn (flat%). */
+static double flat_pct(const char *top, const char *fn)
+{
+	const char *line = top;
+
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		char buf[512];
+		size_t n = nl ? (size_t)(nl - line) : strlen(line);
+
+		if (n >= sizeof(buf))
+			n = sizeof(buf) - 1;
+		memcpy(buf, line, n);
+		buf[n] = '\0';
+		if (strstr(buf, fn)) {
+			double flat, pct;
+			char unit[8];
+
+			if (sscanf(buf, "%lf%7[a-zA-Z] %lf%%", &flat, unit, &pct) == 3)
+				return pct;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -1;
+}
+
+FIXTURE(pp) {
+	char *text;
+	struct kpp_decoder *d;
+	struct kpp_agg *a;
+	struct kpp_symbolizer *sym;
+	struct test_buf b;
+	char path[256];
+};
+
+FIXTURE_SETUP(pp)
+{
+	char err[256];
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	self->text = test_format();
+	ASSERT_NE(NULL, self->text);
+	self->d = kpp_decoder__new(self->text, err, sizeof(err));
+	ASSERT_NE(NULL, self->d);
+	self->a = kpp_agg__new(NULL);
+	self->sym = kpp_symbolizer__new();
+	ASSERT_NE(NULL, self->a);
+	ASSERT_NE(NULL, self->sym);
+	ASSERT_LT(0, kpp_proc__read_maps(self->a, getpid()));
+	snprintf(self->path, sizeof(self->path), "%s/heap.pb.gz", dir);
+}
+
+FIXTURE_TEARDOWN(pp)
+{
+	char cmd[512];
+
+	kpp_symbolizer__free(self->sym);
+	kpp_agg__free(self->a);
+	kpp_decoder__free(self->d);
+	free(self->text);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		TH_LOG("cannot remove %s", dir);
+	strcpy(dir, "/tmp/kpprof-pprof-test.XXXXXX");
+}
+
+/*
+ * The seed example: each loop allocates 1 MiB in func1 and 1 MiB in func2,
+ * all retained.  Sampled at 512 KiB, each sample of 1 MiB stands for
+ * 1/(1-e^-2) allocations; with N samples of each the profile must say
+ * func1 ~ func2 ~ 50%, and the totals must be the unbiased figure.
+ */
+TEST_F(pp, seeds_heap_profile)
+{
+	/* Return addresses: just after a call inside each function. */
+	uint64_t in1 = (uintptr_t)seed_func1 + 4, in2 = (uintptr_t)seed_func2 + 4;
+	uint64_t loop = (uintptr_t)seed_main_loop + 4;
+	uint64_t s1[2] = { in1, loop }, s2[3] = { in2, in1, loop };
+	struct kpp_write_opts o = { 0 };
+	struct kpp_view v;
+	char cmd[1024], out[8192];
+	double p1, p2;
+
+	for (int i = 0; i < 100; i++) {
+		ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+				       test_alloc(&self->b, getpid(), 1, 0x10000 + 16 * i, 1 << 20,
+						  512 * 1024, s1, 2)));
+		ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+				       test_alloc(&self->b, getpid(), 1, 0x90000 + 16 * i, 1 << 20,
+						  512 * 1024, s2, 3)));
+	}
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b, test_cycle(&self->b, 2)));
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_HEAP, NULL, NULL));
+	ASSERT_EQ(0, kpp_profile__write_file(self->path, &v, self->a, self->sym, &o));
+	kpp_view__release(&v);
+
+	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -sample_index=inuse_space -top %s 2>&1",
+		 go_env(), self->path);
+	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	p1 = flat_pct(out, "seed_func1");
+	p2 = flat_pct(out, "seed_func2");
+	EXPECT_LT(45, p1) TH_LOG("%s", out);
+	EXPECT_GT(55, p1);
+	EXPECT_LT(45, p2);
+	EXPECT_GT(55, p2);
+	/* Unbiased total: 200 MiB * 1.1565 = 231.3 MB; within 1%. */
+	EXPECT_NE(NULL, strstr(out, "of 231.3")) TH_LOG("%s", out);
+
+	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -sample_index=alloc_space -top %s 2>&1",
+		 go_env(), self->path);
+	ASSERT_EQ(0, run(cmd, out, sizeof(out)));
+	EXPECT_LT(45, flat_pct(out, "seed_func1")) TH_LOG("%s", out);
+
+	/* -raw: the independent reader accepts every field; period and label. */
+	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -raw %s 2>&1", go_env(), self->path);
+	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes"))
+		TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "Period: 524288"));
+	EXPECT_NE(NULL, strstr(out, "bytes:[1048576 bytes]")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "Mappings"));
+}
+
+TEST_F(pp, contention_and_labels)
+{
+	uint64_t s1[2] = { (uintptr_t)seed_func2 + 4, (uintptr_t)seed_func1 + 4 };
+	struct kpp_write_opts o = { 0 };
+	struct kpp_view v;
+	char cmd[1024], out[8192];
+
+	/* Two processes: pid and comm labels appear. */
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_comm(&self->b, getpid(), 1, KPPROF_COMM_START, "me", 1)));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_cont(&self->b, KPPROF_REC_MUTEX, getpid(), 1, 1000, 5, s1, 2)));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_cont(&self->b, KPPROF_REC_MUTEX, 999999, 1, 1000, 5, s1, 2)));
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_MUTEX, NULL, NULL));
+	ASSERT_EQ(0, kpp_profile__write_file(self->path, &v, self->a, self->sym, &o));
+	kpp_view__release(&v);
+	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -raw %s 2>&1", go_env(), self->path);
+	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "contentions/count delay/nanoseconds")) TH_LOG("%s", out);
+	/* count 1 * 5, delay 1000 * 5, per process. */
+	EXPECT_NE(NULL, strstr(out, "5       5000")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "pid:[999999]")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "comm:[me]")) TH_LOG("%s", out);
+	/* The frame of the unknown process keeps its bare address. */
+	EXPECT_NE(NULL, strstr(out, "seed_func2")) TH_LOG("%s", out);
+}
+
+TEST_F(pp, legacy_text_read_by_pprof)
+{
+	uint64_t s1[2] = { (uintptr_t)seed_func1 + 4, (uintptr_t)seed_main_loop + 4 };
+	struct kpp_view v;
+	char cmd[1024], out[8192], path[300];
+	FILE *f;
+
+	for (int i = 0; i < 10; i++)
+		ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+				       test_alloc(&self->b, getpid(), 1, 0x100 + 16 * i, 4096, 1, s1, 2)));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b, test_cycle(&self->b, 2)));
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_HEAP, NULL, NULL));
+	snprintf(path, sizeof(path), "%s/heap.txt", dir);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, kpp_profile__write_legacy(f, &v, self->a, self->sym));
+	fclose(f);
+	kpp_view__release(&v);
+	snprintf(cmd, sizeof(cmd), "head -2 %s", path);
+	run(cmd, out, sizeof(out));
+	EXPECT_EQ(0, strncmp(out, "heap profile: 10: 40960 [10: 40960] @ heap/2", 44)) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -raw %s 2>&1", go_env(), path);
+	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "space/bytes")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "10      40960")) TH_LOG("%s", out);
+}
+
+TEST_F(pp, kpprof_top_reads_it)
+{
+	uint64_t s1[2] = { (uintptr_t)seed_func1 + 4, (uintptr_t)seed_main_loop + 4 };
+	uint64_t s2[3] = { (uintptr_t)seed_func2 + 4, (uintptr_t)seed_func1 + 4,
+			   (uintptr_t)seed_main_loop + 4 };
+	struct kpp_view v;
+	char cmd[1024], out[8192];
+
+	for (int i = 0; i < 30; i++) {
+		ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+				       test_alloc(&self->b, getpid(), 1, 0x100 + 16 * i, 100, 1, s1, 2)));
+		ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+				       test_alloc(&self->b, getpid(), 1, 0x9100 + 16 * i, 300, 1, s2, 3)));
+	}
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b, test_cycle(&self->b, 2)));
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_HEAP, NULL, NULL));
+	ASSERT_EQ(0, kpp_profile__write_file(self->path, &v, self->a, self->sym, NULL));
+	kpp_view__release(&v);
+	/* Found from the repo root (check) or from this directory. */
+	snprintf(cmd, sizeof(cmd),
+		 "k=user/kpprof/kpprof; [ -x $k ] || k=../../user/kpprof/kpprof; $k top %s 2>&1",
+		 self->path);
+	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	/* func2 has 75% flat of inuse_space; func1 25% flat, 100% cum. */
+	EXPECT_NE(NULL, strstr(out, "Type: inuse_space")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "75.00% 75.00%")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "100.00%  seed_func1")) TH_LOG("%s", out);
+}
+
+TEST_HARNESS_MAIN
