@@ -240,8 +240,12 @@ TEST_F(ring, timer_min_period)
 	c1 = stats_cycle(self->e.cfd);
 	TH_LOG("500 ms at %d ms: %llu cycles", KPPROF_CYCLE_PERIOD_MS_MIN,
 	       (unsigned long long)(c1 - c0));
-	/* 50 expected; allow a slow emulated clock, but not a jiffy-sized one */
-	EXPECT_LE(20, c1 - c0);
+	/*
+	 * 50 expected; a timer re-armed from "now" drifts under TCG (31 seen
+	 * on an idle host), but a period taken as jiffies at HZ=100 or
+	 * rounded to 100 ms would give 5: 15 tells them apart.
+	 */
+	EXPECT_LE(15, c1 - c0);
 	EXPECT_GE(55, c1 - c0);
 	EXPECT_EQ(0, bad);
 }
