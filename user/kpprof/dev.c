@@ -82,6 +82,8 @@ int kpprof_dev__format(int fd, char **text)
 		return -ENOMEM;
 	arg.buf = (uintptr_t)buf;
 	arg.size = arg.len + 1;
+	/* len is output only; the module refuses a non-zero one (EINVAL). */
+	arg.len = 0;
 	err = dev_ioctl(fd, KPPROF_IOC_GET_FORMAT, &arg);
 	if (err) {
 		free(buf);
