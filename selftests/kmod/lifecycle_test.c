@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * lifecycle_test: loading and unloading kpprof.ko ($KPPROF_KO, default
+ * ./kpprof.ko) with finit_module(2)/delete_module(2), for exact errnos.
+ * An open descriptor or a live mapping pins the module (EWOULDBLOCK) and
+ * keeps working; 50 load/unload rounds; bad module parameters fail the
+ * load cleanly with EINVAL; producer_gid restricts writers to a group.
+ * Every test leaves the module loaded with default parameters, as vm-run
+ * expects to rmmod it at the end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "kpp_dev.h"
+#include "rec_build.h"
+
+static int mod_loaded(void)
+{
+	return access("/sys/module/kpprof", F_OK) == 0;
+}
+
+/* mod_load - finit_module(2) of the module file with @params; 0 or -errno */
+static int mod_load(const char *params)
+{
+	int fd = open(dev__module_path(), O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+static int mod_unload(void)
+{
+	return syscall(SYS_delete_module, "kpprof", O_NONBLOCK) ? -errno : 0;
+}
+
+/* ensure_default - the module loaded with default parameters */
+static int ensure_default(void)
+{
+	struct kpprof_info info;
+	int fd, err;
+
+	if (mod_loaded()) {
+		fd = dev__open();
+		if (fd < 0)
+			return fd;
+		err = dev__info(fd, &info);
+		close(fd);
+		if (err)
+			return err;
+		if (info.producer_gid == -1 && info.ring_size == 4 << 20)
+			return 0;
+		err = mod_unload();
+		if (err)
+			return err;
+	}
+	return mod_load("");
+}
+
+FIXTURE(mod) {
+	int unused;
+};
+
+FIXTURE_SETUP(mod)
+{
+	ASSERT_EQ(0, access(dev__module_path(), R_OK))
+		TH_LOG("%s: %s (set KPPROF_KO)", dev__module_path(), strerror(errno));
+	ASSERT_EQ(0, ensure_default());
+}
+
+FIXTURE_TEARDOWN(mod)
+{
+	EXPECT_EQ(0, ensure_default());
+	EXPECT_TRUE(mod_loaded());
+}
+
+TEST_F(mod, open_fd_pins_module)
+{
+	unsigned char buf[KPP_REC_BUF_MAX];
+	struct kpprof_info info;
+	int fd = dev__open();
+
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-EWOULDBLOCK, mod_unload());
+	EXPECT_TRUE(mod_loaded());
+	/* the descriptor keeps working */
+	EXPECT_EQ(0, dev__info(fd, &info));
+	EXPECT_EQ(0, dev__write(fd, buf, rec_build__alloc(buf, 4, 1)));
+	close(fd);
+	EXPECT_EQ(0, mod_unload());
+	EXPECT_FALSE(mod_loaded());
+	EXPECT_NE(0, access(KPPROF_DEVICE_PATH, F_OK));
+	EXPECT_EQ(0, mod_load(""));
+}
+
+TEST_F(mod, mapping_pins_module)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	const struct kpprof_config_page *pg;
+	int fd = dev__open();
+
+	ASSERT_LE(0, fd);
+	pg = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, pg);
+	close(fd);
+	EXPECT_EQ(-EWOULDBLOCK, mod_unload());
+	/* the page stays readable */
+	EXPECT_EQ(KPPROF_ABI_VERSION, pg->abi_version);
+	munmap((void *)pg, page);
+	EXPECT_EQ(0, mod_unload());
+	EXPECT_EQ(0, mod_load(""));
+}
+
+TEST_F(mod, attached_consumer_pins_module)
+{
+	int fd = dev__open();
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, dev__ioctl(fd, KPPROF_IOC_CONSUMER_ATTACH, NULL));
+	EXPECT_EQ(-EWOULDBLOCK, mod_unload());
+	close(fd);
+}
+
+TEST_F_TIMEOUT(mod, load_unload_50_times, 120)
+{
+	unsigned int i;
+	__u64 t0 = now_ns();
+
+	for (i = 0; i < 50; i++) {
+		struct kpprof_info info;
+		int fd;
+
+		ASSERT_EQ(0, mod_unload()) TH_LOG("round %u", i);
+		ASSERT_FALSE(mod_loaded());
+		ASSERT_EQ(0, mod_load("")) TH_LOG("round %u", i);
+		fd = dev__open();
+		ASSERT_LE(0, fd) TH_LOG("round %u: open: %s", i, strerror(-fd));
+		EXPECT_EQ(0, dev__info(fd, &info));
+		close(fd);
+	}
+	TH_LOG("50 rounds in %llu ms", (unsigned long long)(now_ns() - t0) / 1000000);
+}
+
+/* A second load of a loaded module is EEXIST, and changes nothing. */
+TEST_F(mod, double_load_eexist)
+{
+	EXPECT_EQ(-EEXIST, mod_load(""));
+	EXPECT_TRUE(mod_loaded());
+}
+
+FIXTURE(badparam) {
+	int unused;
+};
+
+FIXTURE_VARIANT(badparam) {
+	const char *params;
+};
+
+FIXTURE_VARIANT_ADD(badparam, ring_not_power_of_two) { .params = "ring_size=100000" };
+FIXTURE_VARIANT_ADD(badparam, ring_power_of_two_plus_page) { .params = "ring_size=69632" };
+FIXTURE_VARIANT_ADD(badparam, ring_zero) { .params = "ring_size=0" };
+FIXTURE_VARIANT_ADD(badparam, ring_too_small) { .params = "ring_size=32768" };
+FIXTURE_VARIANT_ADD(badparam, ring_one_page) { .params = "ring_size=4096" };
+FIXTURE_VARIANT_ADD(badparam, ring_too_large) { .params = "ring_size=2147483648" };
+FIXTURE_VARIANT_ADD(badparam, ring_huge) { .params = "ring_size=9223372036854775808" };
+FIXTURE_VARIANT_ADD(badparam, producer_gid_minus_2) { .params = "producer_gid=-2" };
+
+FIXTURE_SETUP(badparam)
+{
+	ASSERT_EQ(0, ensure_default());
+}
+
+FIXTURE_TEARDOWN(badparam)
+{
+	EXPECT_EQ(0, ensure_default());
+}
+
+TEST_F(badparam, load_fails_einval)
+{
+	ASSERT_EQ(0, mod_unload());
+	EXPECT_EQ(-EINVAL, mod_load(variant->params)) TH_LOG("%s", variant->params);
+	EXPECT_FALSE(mod_loaded());
+	EXPECT_NE(0, access(KPPROF_DEVICE_PATH, F_OK));
+}
+
+/* The smallest ring the module takes, and ring_size reported back. */
+TEST_F(mod, ring_size_param_applies)
+{
+	struct kpprof_info info;
+	int fd;
+
+	ASSERT_EQ(0, mod_unload());
+	ASSERT_EQ(0, mod_load("ring_size=65536"));
+	fd = dev__open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, dev__info(fd, &info));
+	EXPECT_EQ(65536, info.ring_size);
+	close(fd);
+}
+
+/* producer_gid: only that group (or CAP_PERFMON) may write records. */
+TEST_F(mod, producer_gid_restricts_writers)
+{
+	struct kpprof_stats st0, st1;
+	struct kpprof_info info;
+	int fd, g, status[2];
+
+	ASSERT_EQ(0, mod_unload());
+	ASSERT_EQ(0, mod_load("producer_gid=4321"));
+	fd = dev__open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, dev__info(fd, &info));
+	EXPECT_EQ(4321, info.producer_gid);
+	ASSERT_EQ(0, dev__stats(fd, &st0));
+	/* child 0: uid/gid 65534, not in 4321; child 1: gid 4321 */
+	for (g = 0; g < 2; g++) {
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			unsigned char buf[KPP_REC_BUF_MAX];
+			gid_t gid = g ? 4321 : 65534;
+			int wfd, err;
+
+			if (setgroups(0, NULL) || setresgid(gid, gid, gid) ||
+			    setresuid(65534, 65534, 65534))
+				_exit(100);
+			wfd = dev__open();
+			if (wfd < 0)
+				_exit(101);
+			err = dev__write(wfd, buf, rec_build__alloc(buf, 2, 1));
+			_exit(err == 0 ? 0 : err == -EPERM ? 1 : 102);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status[g], 0));
+		ASSERT_TRUE(WIFEXITED(status[g]));
+	}
+	EXPECT_EQ(1, WEXITSTATUS(status[0])) TH_LOG("outsider: want EPERM (1)");
+	EXPECT_EQ(0, WEXITSTATUS(status[1])) TH_LOG("member: want accepted (0)");
+	ASSERT_EQ(0, dev__stats(fd, &st1));
+	EXPECT_EQ(st0.rejected + 1, st1.rejected);
+	EXPECT_EQ(st0.accepted + 1, st1.accepted);
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
