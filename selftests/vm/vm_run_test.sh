@@ -53,7 +53,7 @@ vm --no-module -- sh -c 'echo c >/proc/sysrq-trigger'
 expect "a guest panic fails the run" \
 	eval '[ $rc -ne 0 ] && [[ $err == *"FAILED (panic)"* ]]'
 
-vm --no-module --timeout 10 -- sleep 600
+vm --no-module --timeout 8 -- sleep 600
 expect "--timeout stops a hung command" \
 	eval '[ $rc -ne 0 ] && [[ $err == *"FAILED (timeout)"* ]]'
 
