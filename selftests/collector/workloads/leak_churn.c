@@ -7,15 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void **leaked;
-static int nleaked;
+/* Globals the compiler must assume are read: no malloc/free pair elided. */
+void **leaked;
+int nleaked;
+char *volatile churn_last;
 
 __attribute__((noinline)) void churn(void)
 {
 	char *p = malloc(64 << 10);
 
 	memset(p, 1, 64);
-	free(p);
+	churn_last = p;
+	free(churn_last);
 }
 
 __attribute__((noinline)) void leak(void)

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void **keep;
-static int nkeep;
+/* Globals: the compiler must keep the allocations. */
+void **keep;
+int nkeep;
 
 __attribute__((noinline)) void func2(void)
 {

@@ -7,7 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void *keep[256];
+/* Global: the compiler must keep the allocations. */
+void *volatile keep[256];
 
 __attribute__((noinline)) void parent_work(void)
 {
