@@ -3,11 +3,13 @@
  * shim_reader: a test-only consumer of /dev/kpprof for the shim's VM tests.
  *
  *   shim_reader [--mem-rate N] [--block-rate NS] [--mutex-fraction N]
- *               [--depth N] [--preload LIB] [--dump FILE] -- CMD [ARGS...]
+ *               [--depth N] [--preload LIB] [--dump FILE]
+ *               [--switch-after MS --switch-mem-rate N] -- CMD [ARGS...]
  *
  * Attaches as the ring's consumer, sets the config (heap, block and mutex
  * profiles on with the given rates, defaults mem 1, block 0, mutex 0),
- * runs CMD (with LD_PRELOAD=LIB when given), drains the ring while CMD
+ * runs CMD (with LD_PRELOAD=LIB when given; after MS milliseconds sets
+ * mem_rate to N and writes a "SWITCH" line), drains the ring while CMD
  * runs and once more after it exits, restores the old config, and writes
  * one line per record to --dump (or stdout):
  *
@@ -35,6 +37,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/types.h>
 #include "kpprof.h"
@@ -152,12 +155,16 @@ int main(int argc, char **argv)
 		{ "depth", required_argument, NULL, 'd' },
 		{ "preload", required_argument, NULL, 'p' },
 		{ "dump", required_argument, NULL, 'o' },
+		{ "switch-after", required_argument, NULL, 's' },
+		{ "switch-mem-rate", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct kpprof_config old, cfg;
 	struct kpprof_info info;
 	struct kpprof_stats st;
 	const char *preload = NULL, *dump = NULL;
+	unsigned long long switch_ms = 0, switch_mem = 0;
+	struct timespec t0, tn;
 	unsigned long long mem = 1, blk = 0, mtx = 0, depth = KPPROF_STACK_DEPTH_DEFAULT;
 	struct ring rb = { 0 };
 	FILE *out = stdout;
@@ -173,6 +180,8 @@ int main(int argc, char **argv)
 		case 'd': depth = strtoull(optarg, NULL, 0); break;
 		case 'p': preload = optarg; break;
 		case 'o': dump = optarg; break;
+		case 's': switch_ms = strtoull(optarg, NULL, 0); break;
+		case 'S': switch_mem = strtoull(optarg, NULL, 0); break;
 		default:
 			fprintf(stderr, "usage: shim_reader [options] -- CMD [ARGS...]\n");
 			return 2;
@@ -224,8 +233,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "shim_reader: %s: %s\n", argv[optind], strerror(errno));
 		_exit(127);
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		clock_gettime(CLOCK_MONOTONIC, &tn);
+		if (switch_ms && (unsigned long long)((tn.tv_sec - t0.tv_sec) * 1000 +
+			(tn.tv_nsec - t0.tv_nsec) / 1000000) >= switch_ms) {
+			/* A rate change while CMD runs: it must see it. */
+			cfg.mem_rate = switch_mem;
+			if (ioctl(rb.fd, KPPROF_IOC_SET_CONFIG, &cfg))
+				die("SET_CONFIG (switch)");
+			fprintf(out, "SWITCH mem_rate %llu\n", switch_mem);
+			switch_ms = 0;
+		}
 
 		drain(&rb, out);
 		if (w == pid)

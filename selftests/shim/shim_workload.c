@@ -18,11 +18,14 @@
  *   mutex MS      4 threads contend one mutex for MS milliseconds
  *   rwlock MS     4 threads contend one rwlock (writers) for MS ms
  *   early         free and realloc blocks allocated before the shim's init
+ *   volume MB SZ  allocate and free MB MiB in SZ-byte blocks from alloc_site
+ *   watch MS      allocate 1 KiB blocks from alloc_site for MS milliseconds
  *   closefd       put a file on the shim's descriptor number, allocate,
  *                 check the file got none of our bytes
  *   bench-*       see bench.c
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -45,9 +48,21 @@
 
 static void *volatile sink;
 
-/* Marks the end of a function for the SITE ranges: the next function. */
-#define SITE(fn, next) \
-	fprintf(stderr, "SITE %s %p %p\n", #fn, (void *)(fn), (void *)(next))
+/* SITE lines: a function's address range, from its symbol's size (the
+ * program is linked with -rdynamic so dladdr1 finds it). */
+#define SITE(fn, unused) site(#fn, (void *)(fn))
+
+static void site(const char *name, void *fn)
+{
+	const ElfW(Sym) *sym = NULL;
+	Dl_info info;
+
+	if (!dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym) {
+		fprintf(stderr, "SITE %s %p %p\n", name, fn, (char *)fn + 1);
+		return;
+	}
+	fprintf(stderr, "SITE %s %p %p\n", name, fn, (char *)fn + sym->st_size);
+}
 
 NOINLINE void *alloc_site(size_t n)
 {
@@ -121,6 +136,7 @@ static int do_threads(int n)
 {
 	pthread_t t[64];
 
+	SITE(alloc_site, alloc_site_end);
 	for (int done = 0; done < n;) {
 		int k = n - done < 64 ? n - done : 64;
 
@@ -218,6 +234,7 @@ static int do_signals(void)
 	struct sigaction sa;
 	long i;
 
+	SITE(alloc_site, alloc_site_end);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;
 	sa.sa_flags = SA_RESTART;
@@ -372,6 +389,29 @@ static int do_closefd(void)
 	return st.st_size != 0;
 }
 
+static int do_volume(int mb, int size)
+{
+	long n = ((long)mb << 20) / size;
+
+	SITE(alloc_site, alloc_site_end);
+	for (long i = 0; i < n; i++)
+		free(alloc_site((size_t)size));
+	printf("ok volume %d %d\n", mb, size);
+	return 0;
+}
+
+static int do_watch(int ms)
+{
+	uint64_t end = now_ns() + (uint64_t)ms * 1000000ULL;
+
+	SITE(alloc_site, alloc_site_end);
+	while (now_ns() < end)
+		for (int i = 0; i < 1000; i++)
+			free(alloc_site(1024));
+	printf("ok watch\n");
+	return 0;
+}
+
 int bench_main(const char *what, int argc, char **argv);
 
 int main(int argc, char **argv)
@@ -400,6 +440,10 @@ int main(int argc, char **argv)
 		return do_contend(n ? n : 300, true);
 	if (!strcmp(s, "early"))
 		return do_early();
+	if (!strcmp(s, "volume"))
+		return do_volume(n ? n : 64, argc > 3 ? atoi(argv[3]) : 64);
+	if (!strcmp(s, "watch"))
+		return do_watch(n ? n : 1000);
 	if (!strcmp(s, "closefd"))
 		return do_closefd();
 	if (!strncmp(s, "bench-", 6))

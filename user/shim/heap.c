@@ -180,36 +180,33 @@ KPP_EXPORT void *calloc(size_t n, size_t m)
  * written before the block is handed back, so another thread cannot get
  * and sample the same address first.  If the real realloc fails the old
  * block lives on: it is put back in the set and recorded again, charged
- * to this realloc's stack.
+ * to this realloc's stack.  reallocarray is checked for overflow here and
+ * then served by the real realloc: glibc's reallocarray calls realloc
+ * through the PLT, which would land in our wrapper and sample twice.
  */
-static void *realloc_common(void *p, size_t n, size_t m, bool array)
+static void *realloc_common(void *p, size_t n)
 {
 	struct kpp_thread *t = &kpp_thread;
-	uint64_t old = 0, rate;
+	uint64_t old = 0;
 	bool had = false;
-	size_t total;
 	void *q;
 
-	if (array && __builtin_mul_overflow(n, m, &total))
-		return kpp_real.reallocarray(p, n, m);	/* fails with ENOMEM */
-	if (!array)
-		total = n;
 	if (p && kpp_set_maybe(p)) {
 		if (kpp_in_arena(p)) {
 			size_t keep = kpp_arena_size_of(p);
 
-			q = malloc(total);
+			q = malloc(n);
 			if (q)
-				memcpy(q, p, keep < total ? keep : total);
+				memcpy(q, p, keep < n ? keep : n);
 			return q;
 		}
 		had = kpp_set_remove(p, &old);
 		if (had)
 			kpp_emit_free(p, old);
 	}
-	q = array ? kpp_real.reallocarray(p, n, m) : kpp_real.realloc(p, n);
+	q = kpp_real.realloc(p, n);
 	if (!q) {
-		if (had && total) {
+		if (had && n) {
 			int saved = errno;
 
 			kpp_heap_sampled(t, p, old);
@@ -217,9 +214,8 @@ static void *realloc_common(void *p, size_t n, size_t m, bool array)
 		}
 		return NULL;
 	}
-	rate = heap_take(t, total);
-	if (rate)
-		kpp_heap_sampled(t, q, total);
+	if (heap_take(t, n))
+		kpp_heap_sampled(t, q, n);
 	return q;
 }
 
@@ -231,12 +227,18 @@ KPP_EXPORT void *realloc(void *p, size_t n)
 		t->countdown -= n;
 		return kpp_real.realloc(p, n);
 	}
-	return realloc_common(p, n, 0, false);
+	return realloc_common(p, n);
 }
 
 KPP_EXPORT void *reallocarray(void *p, size_t n, size_t m)
 {
-	return realloc_common(p, n, m, true);
+	size_t total;
+
+	if (__builtin_mul_overflow(n, m, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, total);
 }
 
 #define SAMPLE_AFTER(call, size)				\

@@ -28,8 +28,11 @@
 
 #define MAX_SEGS	2048
 
+/* An emitted segment; @name is a hash of the loader's name for the
+ * object, so an object replaced by another at the same range is seen. */
 struct seg {
 	uintptr_t start, end;
+	uint64_t name;
 	uint32_t seen;
 };
 
@@ -169,10 +172,19 @@ static void emit_munmap(uintptr_t start, uintptr_t end)
 	kpp_emit(&r, sizeof(r));
 }
 
-static struct seg *find_seg(uintptr_t start, uintptr_t end)
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+
+	while (s && *s)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
+	return h;
+}
+
+static struct seg *find_seg(uintptr_t start, uintptr_t end, uint64_t name)
 {
 	for (unsigned int i = 0; i < nr_segs; i++)
-		if (segs[i].start == start && segs[i].end == end)
+		if (segs[i].start == start && segs[i].end == end && segs[i].name == name)
 			return &segs[i];
 	return NULL;
 }
@@ -181,6 +193,7 @@ static int sync_object(struct dl_phdr_info *info, size_t size, void *data)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uintptr_t mask = ~((uintptr_t)page - 1);
+	uint64_t name = name_hash(info->dlpi_name);
 
 	(void)size;
 	(void)data;
@@ -194,14 +207,14 @@ static int sync_object(struct dl_phdr_info *info, size_t size, void *data)
 		start = (info->dlpi_addr + ph->p_vaddr) & mask;
 		end = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + page - 1) & mask;
 		offset = ph->p_offset & mask;
-		s = find_seg(start, end);
+		s = find_seg(start, end, name);
 		if (s) {
 			s->seen = generation;
 			continue;
 		}
 		emit_mmap(info, start, end, offset);
 		if (nr_segs < MAX_SEGS)
-			segs[nr_segs++] = (struct seg){ start, end, generation };
+			segs[nr_segs++] = (struct seg){ start, end, name, generation };
 	}
 	return 0;
 }

@@ -68,20 +68,6 @@ static void *stub_realloc(void *p, size_t n)
 	return kpp_real.realloc(p, n);
 }
 
-static void *stub_reallocarray(void *p, size_t n, size_t m)
-{
-	size_t total;
-
-	if (__builtin_mul_overflow(n, m, &total)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	kpp_resolve();
-	if (kpp_resolving())
-		return stub_realloc(p, total);
-	return kpp_real.reallocarray(p, n, m);
-}
-
 static void *stub_memalign(size_t a, size_t n)
 {
 	kpp_resolve();
@@ -182,7 +168,6 @@ struct kpp_real kpp_real = {
 	.free = stub_free,
 	.calloc = stub_calloc,
 	.realloc = stub_realloc,
-	.reallocarray = stub_reallocarray,
 	.memalign = stub_memalign,
 	.posix_memalign = stub_posix_memalign,
 	.aligned_alloc = stub_aligned_alloc,
@@ -251,7 +236,6 @@ static void kpp_resolve_all(void)
 	RESOLVE(free, "free");
 	RESOLVE(calloc, "calloc");
 	RESOLVE(realloc, "realloc");
-	RESOLVE(reallocarray, "reallocarray");
 	RESOLVE(memalign, "memalign");
 	RESOLVE(posix_memalign, "posix_memalign");
 	RESOLVE(aligned_alloc, "aligned_alloc");
