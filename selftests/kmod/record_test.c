@@ -261,4 +261,40 @@ TEST_F(ring, cpu_stamp_follows_affinity)
 	}
 }
 
+/*
+ * A record of a profile whose KPPROF_CFG_* flag is off does not enter the
+ * ring and is counted as dropped[KPPROF_DROP_DISABLED], neither accepted
+ * nor rejected.  (What write(2) returns then is not in the header; the
+ * test only logs it.)  Profiles still on are unaffected.
+ */
+TEST_F(ring, disabled_profile_dropped)
+{
+	struct kpprof_config cfg;
+	struct kpprof_stats st0, st1;
+	__u64 prod;
+	int err;
+
+	dev__test_config(&cfg);
+	cfg.flags = KPPROF_CFG_BLOCK | KPPROF_CFG_MUTEX;
+	ASSERT_EQ(0, dev__set_config(self->e.cfd, &cfg));
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
+	prod = ring_reader__prod(&self->e.rr);
+	err = dev__write(self->e.pfd, self->e.buf, rec_build__alloc(self->e.buf, 3, 1));
+	TH_LOG("write of a disabled-profile record returns %d (%s)", err,
+	       err ? strerror(-err) : "success");
+	EXPECT_NE(-EINVAL, err);
+	err = dev__write(self->e.pfd, self->e.buf, rec_build__free(self->e.buf, 0x1000, 8));
+	EXPECT_NE(-EINVAL, err);
+	EXPECT_EQ(prod, ring_reader__prod(&self->e.rr));
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
+	EXPECT_EQ(st0.dropped[KPPROF_DROP_DISABLED] + 2, st1.dropped[KPPROF_DROP_DISABLED]);
+	EXPECT_EQ(st0.accepted, st1.accepted);
+	EXPECT_EQ(st0.rejected, st1.rejected);
+
+	/* the block profile is still on */
+	EXPECT_EQ(0, dev__write(self->e.pfd, self->e.buf,
+				rec_build__contention(self->e.buf, KPPROF_REC_BLOCK, 2, 1)));
+	EXPECT_EQ(1, ring_reader__drain(&self->e.rr));
+}
+
 TEST_HARNESS_MAIN

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmod_bench: what the module costs, measured against baselines in the
+ * same run (the VM is emulated, so only ratios travel to other machines).
+ *
+ *   1. ns per write(2) of one typical record (a 64-frame alloc record,
+ *      576 bytes) to /dev/kpprof, against write(2) of the same bytes to
+ *      /dev/null; the ratio is the module's validation + ring cost over a
+ *      bare syscall.  Also against pwrite(2) of the same bytes to a tmpfs
+ *      file (a syscall that copies them in, as the module must), and the
+ *      cost of a write dropped on a full ring.
+ *   2. records/s with 1 and 2 producer threads (pinned, one per CPU)
+ *      while a consumer thread drains with poll(), and the drops.
+ *   3. kernel memory of the module at the default ring size: free pages
+ *      (MemFree + per-CPU lists), Slab and VmallocUsed around unload/load,
+ *      and /sys/module/kpprof/coresize.
+ *
+ * usage: kmod_bench [seconds per throughput run, default 2]
+ * Prints figures only; exits non-zero if a measurement could not be made.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "kpp_dev.h"
+#include "rec_build.h"
+#include "ring_reader.h"
+
+#define TYPICAL_DEPTH	64
+#define WRITES		20000
+#define BATCH		1000
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "kmod_bench: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* ------------------------------------------------------ 1. write cost */
+
+static void bench_write_cost(void)
+{
+	unsigned char buf[KPP_REC_BUF_MAX];
+	size_t len = rec_build__alloc(buf, TYPICAL_DEPTH, 1);
+	__u64 t_kpp = 0, t_null = 0, t_file = 0, t_drop = 0, t0;
+	char tmpl[] = "/tmp/kmod_bench.XXXXXX";
+	int tfd = mkstemp(tmpl);
+	struct ring_reader rr;
+	int cfd = dev__open(), pfd = dev__open();
+	int nfd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	unsigned int i, b, n_drop = 0;
+	struct kpprof_config cfg;
+
+	if (cfd < 0 || pfd < 0)
+		die("open " KPPROF_DEVICE_PATH, cfd < 0 ? -cfd : -pfd);
+	if (nfd < 0)
+		die("open /dev/null", errno);
+	if (tfd < 0)
+		die("mkstemp", errno);
+	unlink(tmpl);
+	dev__test_config(&cfg);
+	if (dev__set_config(cfd, &cfg))
+		die("SET_CONFIG", errno);
+	if (ring_reader__attach(&rr, cfd))
+		die("attach consumer", errno);
+	ring_reader__drain(&rr);
+	pin(0);
+
+	/* batches alternate, so drift in the emulator hits both alike */
+	for (b = 0; b < WRITES / BATCH; b++) {
+		t0 = now_ns();
+		for (i = 0; i < BATCH; i++)
+			if (dev__write(pfd, buf, len))
+				die("write record", errno);
+		t_kpp += now_ns() - t0;
+		ring_reader__drain(&rr);	/* not timed: the consumer's work */
+
+		t0 = now_ns();
+		for (i = 0; i < BATCH; i++)
+			if (write(nfd, buf, len) != (ssize_t)len)
+				die("write /dev/null", errno);
+		t_null += now_ns() - t0;
+
+		/* a baseline that copies the bytes in: tmpfs page cache */
+		t0 = now_ns();
+		for (i = 0; i < BATCH; i++)
+			if (pwrite(tfd, buf, len, 0) != (ssize_t)len)
+				die("pwrite tmpfs", errno);
+		t_file += now_ns() - t0;
+	}
+
+	/* fill the ring, then time writes that are dropped */
+	while (dev__write(pfd, buf, len) == 0)
+		;
+	t0 = now_ns();
+	for (i = 0; i < WRITES / 4; i++)
+		n_drop += dev__write(pfd, buf, len) == -ENOBUFS;
+	t_drop = now_ns() - t0;
+	ring_reader__drain(&rr);
+
+	printf("write cost, %zu-byte alloc record (%d frames), %d writes, pinned to CPU 0:\n",
+	       len, TYPICAL_DEPTH, WRITES);
+	printf("  /dev/kpprof             %8.0f ns/write\n", (double)t_kpp / WRITES);
+	printf("  /dev/null (baseline)    %8.0f ns/write\n", (double)t_null / WRITES);
+	printf("  ratio kpprof/null       %8.2fx   (target <= 1.5x: %s)\n",
+	       (double)t_kpp / (double)t_null,
+	       (double)t_kpp / (double)t_null <= 1.5 ? "met" : "NOT met");
+	printf("  pwrite to tmpfs (copies) %7.0f ns/write, ratio kpprof/tmpfs %.2fx\n",
+	       (double)t_file / WRITES, (double)t_kpp / (double)t_file);
+	printf("  dropped (ring full)     %8.0f ns/write (%u of %d ENOBUFS)\n",
+	       (double)t_drop / (WRITES / 4), n_drop, WRITES / 4);
+	ring_reader__unmap(&rr);
+	close(tfd);
+	close(nfd);
+	close(pfd);
+	close(cfd);
+}
+
+/* ------------------------------------------------------ 2. throughput */
+
+struct producer {
+	pthread_t th;
+	int cpu;
+	volatile int *stop;
+	__u64 ok, dropped;
+};
+
+static void *producer_run(void *p)
+{
+	struct producer *pr = p;
+	unsigned char buf[KPP_REC_BUF_MAX];
+	size_t len = rec_build__alloc(buf, TYPICAL_DEPTH, (__u64)pr->cpu);
+	int fd = dev__open();
+
+	pin(pr->cpu);
+	while (fd >= 0 && !*pr->stop) {
+		int err = dev__write(fd, buf, len);
+
+		if (err == 0)
+			pr->ok++;
+		else if (err == -ENOBUFS)
+			pr->dropped++;
+		else
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+struct consumer {
+	pthread_t th;
+	struct ring_reader *rr;
+	volatile int *stop;
+	__u64 read, polls;
+};
+
+static void *consumer_run(void *p)
+{
+	struct consumer *c = p;
+	struct pollfd pfd = { .fd = c->rr->fd, .events = POLLIN };
+
+	while (!*c->stop) {
+		long n;
+
+		poll(&pfd, 1, 10);
+		c->polls++;
+		n = ring_reader__drain(c->rr);
+		if (n > 0)
+			c->read += (__u64)n;
+	}
+	c->read += (__u64)ring_reader__drain(c->rr);
+	return NULL;
+}
+
+static void bench_throughput(int nprod, double seconds)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	struct producer pr[8];
+	struct consumer con = { 0 };
+	struct ring_reader rr;
+	volatile int stop = 0;
+	int cfd = dev__open(), i;
+	__u64 ok = 0, dropped = 0, t0, dt;
+
+	if (cfd < 0)
+		die("open", -cfd);
+	if (ring_reader__attach(&rr, cfd))
+		die("attach consumer", errno);
+	ring_reader__drain(&rr);
+	con.rr = &rr;
+	con.stop = &stop;
+	if (pthread_create(&con.th, NULL, consumer_run, &con))
+		die("pthread_create", errno);
+	t0 = now_ns();
+	for (i = 0; i < nprod; i++) {
+		pr[i] = (struct producer){ .cpu = (int)(i % ncpu), .stop = &stop };
+		if (pthread_create(&pr[i].th, NULL, producer_run, &pr[i]))
+			die("pthread_create", errno);
+	}
+	usleep((useconds_t)(seconds * 1e6));
+	stop = 1;
+	for (i = 0; i < nprod; i++) {
+		pthread_join(pr[i].th, NULL);
+		ok += pr[i].ok;
+		dropped += pr[i].dropped;
+	}
+	dt = now_ns() - t0;
+	pthread_join(con.th, NULL);
+	printf("  %d producer%s: %10.0f records/s accepted, %10.0f dropped/s "
+	       "(%.1f%% dropped), consumer read %llu of %llu\n",
+	       nprod, nprod > 1 ? "s" : " ", ok * 1e9 / (double)dt,
+	       dropped * 1e9 / (double)dt,
+	       ok + dropped ? 100.0 * (double)dropped / (double)(ok + dropped) : 0.0,
+	       (unsigned long long)con.read, (unsigned long long)ok);
+	ring_reader__unmap(&rr);
+	close(cfd);
+}
+
+/* ------------------------------------------------------ 3. memory */
+
+static long meminfo_kb(const char *key)
+{
+	char line[256];
+	size_t klen = strlen(key);
+	long v = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, klen) && line[klen] == ':') {
+			v = strtol(line + klen + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+/*
+ * free_kb - MemFree plus the pages parked on per-CPU free lists: freed
+ * pages go there first and MemFree alone misses megabytes of them.
+ */
+static long free_kb(void)
+{
+	char line[256];
+	long pcp = 0, v;
+	FILE *f = fopen("/proc/zoneinfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " count: %ld", &v) == 1)
+			pcp += v;
+	fclose(f);
+	return meminfo_kb("MemFree") + pcp * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static long coresize(void)
+{
+	long v = -1;
+	FILE *f = fopen("/sys/module/kpprof/coresize", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static int mod_load(void)
+{
+	int fd = open(dev__module_path(), O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+static int mod_unload(void)
+{
+	return syscall(SYS_delete_module, "kpprof", O_NONBLOCK) ? -errno : 0;
+}
+
+static void bench_memory(void)
+{
+	struct kpprof_info info;
+	long free_delta = 0, slab_delta = 0, vm_delta = 0, core;
+	int fd = dev__open(), round, err;
+	const int rounds = 5;
+
+	if (fd < 0 || dev__info(fd, &info))
+		die("GET_INFO", fd < 0 ? -fd : errno);
+	close(fd);
+	core = coresize();
+	for (round = 0; round < rounds; round++) {
+		long f0, f1, s0, s1, v0, v1;
+
+		err = mod_unload();
+		if (err)
+			die("delete_module kpprof", -err);
+		sync();
+		f0 = free_kb();
+		s0 = meminfo_kb("Slab");
+		v0 = meminfo_kb("VmallocUsed");
+		err = mod_load();
+		if (err)
+			die("finit_module kpprof.ko", -err);
+		f1 = free_kb();
+		s1 = meminfo_kb("Slab");
+		v1 = meminfo_kb("VmallocUsed");
+		free_delta += f0 - f1;
+		slab_delta += s1 - s0;
+		vm_delta += v1 - v0;
+	}
+	printf("kernel memory at the default ring size (%llu KiB data), mean of %d loads:\n",
+	       (unsigned long long)info.ring_size / 1024, rounds);
+	printf("  free memory drop        %8ld KiB (ring data + 2 position pages = %llu KiB)\n",
+	       free_delta / rounds,
+	       (unsigned long long)(info.ring_size + 2 * info.page_size) / 1024);
+	printf("  Slab growth             %8ld KiB\n", slab_delta / rounds);
+	printf("  VmallocUsed growth      %8ld KiB (module text + vmalloc'd tables)\n",
+	       vm_delta / rounds);
+	printf("  /sys/module/kpprof/coresize %ld bytes\n", core);
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = argc > 1 ? atof(argv[1]) : 2.0;
+	struct kpprof_config saved, cfg;
+	int fd = dev__open();
+
+	if (seconds <= 0 || seconds > 60) {
+		fprintf(stderr, "usage: kmod_bench [seconds per throughput run, 0 < s <= 60]\n");
+		return 2;
+	}
+	if (fd < 0)
+		die("open " KPPROF_DEVICE_PATH, -fd);
+	if (dev__get_config(fd, &saved))
+		die("GET_CONFIG", errno);
+	dev__test_config(&cfg);
+	if (dev__set_config(fd, &cfg))
+		die("SET_CONFIG", errno);
+
+	printf("# kmod_bench: %ld CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
+	bench_write_cost();
+	printf("throughput, %d-frame alloc records, %.1f s each, consumer thread polling:\n",
+	       TYPICAL_DEPTH, seconds);
+	bench_throughput(1, seconds);
+	bench_throughput(2, seconds);
+	if (dev__set_config(fd, &saved))
+		die("SET_CONFIG (restore)", errno);
+	close(fd);
+	/* last: it reloads the module (with default parameters) */
+	bench_memory();
+	return 0;
+}
