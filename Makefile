@@ -42,7 +42,7 @@ user:
 	@$(MAKE) -C user/shim
 	@$(MAKE) -C user/kpprof
 
-check: all
+check: all module-debug
 	@scripts/check
 
 bench: all
