@@ -9,7 +9,10 @@
  * garbage cons_pos written by the consumer hurts nobody but itself.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "consumer_fixture.h"
@@ -180,6 +183,57 @@ TEST_F(ring, garbage_cons_pos_is_harmless)
 	EXPECT_EQ(0, dev__write(self->e.pfd, self->e.buf,
 				rec_build__alloc(self->e.buf, 4, 1)));
 	EXPECT_EQ(1, ring_reader__drain(&self->e.rr));
+}
+
+/*
+ * A consumer asleep in poll() on an empty ring is woken by producers:
+ * a child starts writing 300 ms later and stops when the parent is awake
+ * (or after half a ring, far more than any wake-up batch may hold back).
+ */
+TEST_F(ring, poll_sleeps_then_wakes)
+{
+	struct pollfd pfd = { .fd = self->e.cfd, .events = POLLIN };
+	volatile int *woken = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	__u64 t0, slept;
+	int status, ret;
+	pid_t pid;
+
+	ASSERT_NE(MAP_FAILED, woken);
+	*woken = 0;
+	/* empty: not readable */
+	ASSERT_EQ(0, poll(&pfd, 1, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		unsigned char buf[KPP_REC_BUF_MAX];
+		size_t len = rec_build__alloc(buf, 64, 3), sent = 0;
+		int fd = dev__open();
+
+		usleep(300000);
+		while (fd >= 0 && !*woken && sent < self->e.info.ring_size / 2) {
+			if (dev__write(fd, buf, len))
+				_exit(1);
+			sent += len + 8;
+			if (sent % (64 * (len + 8)) == 0)
+				usleep(1000);	/* let the parent run */
+		}
+		_exit(0);
+	}
+	t0 = now_ns();
+	ret = poll(&pfd, 1, 20000);
+	slept = now_ns() - t0;
+	*woken = 1;
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ(1, ret);
+	EXPECT_TRUE(pfd.revents & POLLIN);
+	TH_LOG("slept %llu ms in poll()", (unsigned long long)slept / 1000000);
+	/* it did sleep (the writer waited 300 ms), and did not time out */
+	EXPECT_LT(250000000ULL, slept);
+	EXPECT_GT(20000000000ULL, slept);
+	EXPECT_LT(0, ring_reader__drain(&self->e.rr));
+	munmap((void *)woken, 4096);
 }
 
 TEST_HARNESS_MAIN
