@@ -265,6 +265,7 @@ int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
  * kpp_ring_advance_cycle - end the current cycle
  * @rb:     the ring.
  * @reason: 0 timer, 1 ioctl; written into the cycle record.
+ * @emit:   write the cycle record (see below).
  *
  * Advances the cycle and, under the same lock, reserves a KPPROF_REC_CYCLE
  * record stamped with the new cycle, so every record after it in the ring
