@@ -7,6 +7,7 @@
  * values that are valid are accepted.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -141,6 +142,81 @@ TEST_F(cfg, mem_rate_limit_valid)
 	ASSERT_EQ(0, dev__set_config(self->fd, &want));
 	ASSERT_EQ(0, dev__get_config(self->fd, &got));
 	EXPECT_EQ(1ULL << 40, got.mem_rate);
+}
+
+struct flipper {
+	int fd;
+	struct kpprof_config a, b;
+	volatile int stop;
+	unsigned long sets, errors;
+};
+
+static void *flip_configs(void *p)
+{
+	struct flipper *f = p;
+
+	while (!f->stop) {
+		if (dev__set_config(f->fd, f->sets & 1 ? &f->b : &f->a))
+			f->errors++;
+		else
+			f->sets++;
+	}
+	return NULL;
+}
+
+/*
+ * Readers of the page never see a torn config: one thread flips between
+ * two configs that differ in every field while this one reads by the
+ * seqcount rule; every copy must be exactly one of the two, seq never
+ * goes back, and it moved by exactly 2 per set.
+ */
+TEST_F(cfg, page_reads_never_torn)
+{
+	struct flipper f = { .fd = self->fd };
+	struct kpprof_config_page first, snap;
+	unsigned long reads = 0, torn = 0, backwards = 0;
+	__u32 last;
+	pthread_t th;
+	__u64 end;
+
+	dev__test_config(&f.a);
+	f.b = f.a;
+	f.a.mem_rate = 1111;
+	f.b.mem_rate = 2222;
+	f.a.block_rate = 3333;
+	f.b.block_rate = 4444;
+	f.a.mutex_fraction = 5;
+	f.b.mutex_fraction = 6;
+	f.a.max_stack_depth = 7;
+	f.b.max_stack_depth = 8;
+	f.a.cycle_period_ms = 0;	/* no timer: nothing else moves seq */
+	f.b.cycle_period_ms = 0;
+	f.a.flags = KPPROF_CFG_HEAP;
+	f.b.flags = KPPROF_CFG_MUTEX;
+	ASSERT_EQ(0, dev__set_config(self->fd, &f.a));
+	ASSERT_EQ(0, config_page__read(self->page, &first));
+	last = first.seq;
+	ASSERT_EQ(0, pthread_create(&th, NULL, flip_configs, &f));
+	end = now_ns() + 500000000ULL;
+	while (now_ns() < end) {
+		ASSERT_EQ(0, config_page__read(self->page, &snap));
+		reads++;
+		if (memcmp(&snap.config, &f.a, sizeof(f.a)) &&
+		    memcmp(&snap.config, &f.b, sizeof(f.b)))
+			torn++;
+		if (snap.seq < last)
+			backwards++;
+		last = snap.seq;
+	}
+	f.stop = 1;
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, config_page__read(self->page, &snap));
+	TH_LOG("%lu sets, %lu reads", f.sets, reads);
+	EXPECT_EQ(0, f.errors);
+	EXPECT_EQ(0, torn);
+	EXPECT_EQ(0, backwards);
+	EXPECT_LT(10, f.sets);
+	EXPECT_EQ(first.seq + 2 * f.sets, snap.seq);
 }
 
 /*
