@@ -68,10 +68,14 @@ void kpp_sample_end(struct kpp_thread *t)
 
 static void fork_prepare(void)
 {
+	/* A fork from a signal handler that interrupted our own sampling
+	 * path must not wait for itself. */
+	int self = kpp_thread.guard ? 1 : 0;
+
 	if (atomic_load(&kpp.ready) != 1)
 		return;
 	atomic_store(&kpp.fork_pending, 1);
-	while (atomic_load(&kpp.samplers))
+	while (atomic_load(&kpp.samplers) > self)
 		sched_yield();
 }
 
