@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -273,6 +274,10 @@ TEST_F(priv, config_page_never_writable)
 	p = mmap(NULL, page, PROT_WRITE, MAP_SHARED, self->fd, 0);
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EPERM, errno);
+	/* not even a private copy-on-write view */
+	p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE, self->fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EPERM, errno);
 	p = mmap(NULL, page, PROT_READ, MAP_SHARED, self->fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	/* VM_MAYWRITE must be gone: mprotect cannot add write later */
@@ -327,6 +332,106 @@ TEST_F(priv, ring_pages_only_for_consumer)
 	EXPECT_EQ(EPERM, errno);
 	ring_reader__unmap(&rr);
 	close(c);
+}
+
+/*
+ * Mappings of the wrong size or place are malformed arguments (EINVAL):
+ * the config and consumer pages are one page each, the producer mapping
+ * at most a page plus twice the ring, nothing lies past it.
+ */
+TEST_F(priv, mapping_geometry_einval)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct kpprof_info info;
+	struct ring_reader rr;
+	int c = dev__open();
+	void *p;
+
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, dev__info(c, &info));
+	ASSERT_EQ(0, ring_reader__attach(&rr, c));
+	p = mmap(NULL, 2 * page, PROT_READ, MAP_SHARED, c, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, c,
+		 KPPROF_PGOFF_CONSUMER * page);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	/* a private consumer page would never reach the kernel */
+	p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE, c,
+		 KPPROF_PGOFF_CONSUMER * page);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, page + 2 * info.ring_size + page, PROT_READ, MAP_SHARED, c,
+		 KPPROF_PGOFF_PRODUCER * page);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, page, PROT_READ, MAP_SHARED, c, (off_t)page << 20);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	ring_reader__unmap(&rr);
+	close(c);
+}
+
+struct churn {
+	volatile int stop;
+	unsigned long ok, dropped, other;
+};
+
+static void *churn_write(void *p)
+{
+	struct churn *ch = p;
+	unsigned char buf[KPP_REC_BUF_MAX];
+	int fd = dev__open();
+
+	while (fd >= 0 && !ch->stop) {
+		int err = dev__write(fd, buf, rec_build__alloc(buf, 16, ch->ok));
+
+		if (err == 0)
+			ch->ok++;
+		else if (err == -ENOBUFS)
+			ch->dropped++;
+		else
+			ch->other++;
+	}
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/*
+ * Consumers come and go (attach, map, read a little, unmap, close) while
+ * producers keep writing: the ring stays well-formed for each new
+ * consumer and producers only ever see success or ENOBUFS.  vm-run fails
+ * the run on any oops or warning this provokes.
+ */
+TEST_F(priv, consumer_churn_under_load)
+{
+	struct churn ch = { 0 };
+	pthread_t th[2];
+	int round, i;
+
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, churn_write, &ch));
+	for (round = 0; round < 40; round++) {
+		struct ring_reader rr;
+		int c = dev__open(), k;
+
+		ASSERT_LE(0, c);
+		ASSERT_EQ(0, ring_reader__attach(&rr, c)) TH_LOG("round %d", round);
+		for (k = 0; k < 3; k++) {
+			ASSERT_LE(0, ring_reader__drain(&rr)) TH_LOG("round %d: ring broken", round);
+			usleep(2000);
+		}
+		ring_reader__unmap(&rr);
+		close(c);
+	}
+	ch.stop = 1;
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	TH_LOG("%lu written, %lu dropped", ch.ok, ch.dropped);
+	EXPECT_EQ(0, ch.other);
+	EXPECT_LT(0, ch.ok);
 }
 
 /* poll on a file that is not the consumer never reports data. */
