@@ -19,6 +19,7 @@ fi
 scenarios=("alloc 200" "threads 300" "fork 10" "exec" "dlopen 20" "signals" "mutex 100"
 	   "rwlock 100" "early" "closefd" "volume 16 64")
 for lib in "$@"; do
+	lib=$(realpath "$lib")
 	if ! LD_PRELOAD=$lib cat /proc/self/maps 2>&1 | grep -q "$(basename "$lib")"; then
 		tap_fail "$(basename "$lib") loads into programs"
 		continue

@@ -17,7 +17,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
 d=$top/selftests/shim
-lib=${1:-$top/user/shim/libkpprof.so}
+lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
 tmp=$(mktemp -d /tmp/shim-vm.XXXXXX)
 # KPPROF_SHIM_KEEP=DIR keeps the dumps there for inspection.
 trap 'if [ -n "${KPPROF_SHIM_KEEP:-}" ]; then mkdir -p "$KPPROF_SHIM_KEEP"; cp "$tmp"/* "$KPPROF_SHIM_KEEP"/; fi; rm -rf "$tmp"' EXIT
