@@ -277,4 +277,80 @@ TEST_F(ring, mutated_valid_records)
 	EXPECT_LT(n / 8, cnt.rejected);
 }
 
+/* config_valid - the SET_CONFIG rules of ioctl/kpprof.h */
+static int config_valid(const struct kpprof_config *c)
+{
+	return c->mem_rate <= 1ULL << 40 && c->block_rate <= 1ULL << 40 &&
+	       c->max_stack_depth >= 1 &&
+	       c->max_stack_depth <= KPPROF_STACK_DEPTH_MAX &&
+	       (c->cycle_period_ms == 0 ||
+		(c->cycle_period_ms >= KPPROF_CYCLE_PERIOD_MS_MIN &&
+		 c->cycle_period_ms <= KPPROF_CYCLE_PERIOD_MS_MAX)) &&
+	       !(c->flags & ~KPPROF_CFG_ALL) && !c->reserved[0] && !c->reserved[1];
+}
+
+/*
+ * Random configs built from boundary values: SET_CONFIG accepts exactly
+ * the valid ones, applies them whole, and leaves the config alone (EINVAL)
+ * otherwise.  The cycle timer is switched off again before returning.
+ */
+TEST_F(ring, random_configs)
+{
+	static const __u64 edges[] = {
+		0, 1, 2, 9, 10, 11, 127, 128, 129, 3600000, 3600001,
+		(1ULL << 40) - 1, 1ULL << 40, (1ULL << 40) + 1, 0xffffffff,
+		1ULL << 32, ~0ULL, 1ULL << 63,
+	};
+	const unsigned int ne = sizeof(edges) / sizeof(edges[0]);
+	unsigned int i, n = iters(3000), ok = 0, bad = 0;
+	struct kpprof_config cur, cfg, got;
+
+	rng_seed(_metadata, 4);
+	ASSERT_EQ(0, dev__get_config(self->e.cfd, &cur));
+	for (i = 0; i < n; i++) {
+		int err, valid;
+
+		dev__test_config(&cfg);
+		/* one to three fields from the edges, the rest valid */
+		for (unsigned int k = 1 + (unsigned int)rng_below(3); k; k--) {
+			__u64 v = edges[rng_below(ne)];
+
+			switch (rng_below(8)) {
+			case 0: cfg.mem_rate = v; break;
+			case 1: cfg.block_rate = v; break;
+			case 2: cfg.mutex_fraction = (__u32)v; break;
+			case 3: cfg.max_stack_depth = (__u32)v; break;
+			case 4: cfg.cycle_period_ms = (__u32)v; break;
+			case 5: cfg.flags = (__u32)rng_below(16) | (rng_below(8) ? 0 : 1U << rng_below(32)); break;
+			case 6: cfg.reserved[0] = rng_below(4) ? 0 : v; break;
+			default: cfg.reserved[1] = rng_below(4) ? 0 : v; break;
+			}
+		}
+		/* keep the timer slow: cycle records must not crowd the ring */
+		if (cfg.cycle_period_ms && cfg.cycle_period_ms < 1000 && config_valid(&cfg))
+			cfg.cycle_period_ms = 1000;
+		valid = config_valid(&cfg);
+		err = dev__set_config(self->e.cfd, &cfg);
+		ASSERT_EQ(valid ? 0 : -EINVAL, err)
+			TH_LOG("mem %llu block %llu frac %u depth %u period %u flags %#x res %llx/%llx",
+			       (unsigned long long)cfg.mem_rate, (unsigned long long)cfg.block_rate,
+			       cfg.mutex_fraction, cfg.max_stack_depth, cfg.cycle_period_ms,
+			       cfg.flags, (unsigned long long)cfg.reserved[0],
+			       (unsigned long long)cfg.reserved[1]);
+		ASSERT_EQ(0, dev__get_config(self->e.cfd, &got));
+		ASSERT_EQ(0, memcmp(valid ? &cfg : &cur, &got, sizeof(got)));
+		if (valid) {
+			cur = cfg;
+			ok++;
+		} else {
+			bad++;
+		}
+	}
+	TH_LOG("%u configs accepted, %u rejected", ok, bad);
+	EXPECT_LT(n / 10, ok);
+	EXPECT_LT(n / 10, bad);
+	dev__test_config(&cfg);
+	EXPECT_EQ(0, dev__set_config(self->e.cfd, &cfg));
+}
+
 TEST_HARNESS_MAIN
