@@ -13,6 +13,7 @@
 #                            then exits 1 on any failure, 4 (KSFT_SKIP) if
 #                            everything was skipped, else 0.
 # scripts/check reads the Totals line, as it does for C kselftests.
+# Works in bash and dash (it uses "local", which both have).
 
 TAP_N=0 TAP_PASS=0 TAP_FAIL=0 TAP_SKIP=0 TAP_PLANNED=
 
@@ -48,7 +49,7 @@ tap_skip() {
 }
 
 tap_check() {
-	local name=$1 out rc
+	local name="$1" out rc
 	shift
 	out=$("$@" 2>&1) && rc=0 || rc=$?
 	[ -z "$out" ] || tap_diag "$out"
