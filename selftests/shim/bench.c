@@ -6,9 +6,9 @@
  *   bench-lock ITERS             ns per uncontended lock+unlock pair
  *   bench-sampled DEPTH ITERS    us per allocation at DEPTH frames (run it
  *                                at mem rate 1: every allocation sampled)
- *   bench-heavy ITERS            two threads: mixed sizes, a live set of
- *                                4096 blocks per thread; prints wall and
- *                                CPU seconds
+ *   bench-heavy ITERS [THREADS]  one or two (default) threads: mixed
+ *                                sizes, a live set of 4096 blocks per
+ *                                thread; prints wall and CPU seconds
  * Each prints one line "name value unit".
  */
 #include <pthread.h>
@@ -129,15 +129,15 @@ static void *heavy_loop(void *arg)
 	return NULL;
 }
 
-static int bench_heavy(void)
+static int bench_heavy(int threads)
 {
 	pthread_t t[2];
 	struct heavy h[2] = { { 1 }, { 2 } };
 	double w0 = now_s(), c0 = cpu_s();
 
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < threads; i++)
 		pthread_create(&t[i], NULL, heavy_loop, &h[i]);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < threads; i++)
 		pthread_join(t[i], NULL);
 	printf("heavy_wall %.4f s\nheavy_cpu %.4f s\n", now_s() - w0, cpu_s() - c0);
 	return 0;
@@ -160,7 +160,8 @@ int bench_main(const char *what, int argc, char **argv)
 		return bench_sampled(a);
 	if (!strcmp(what, "heavy")) {
 		iters = a > 1 ? a : 1000000;
-		return bench_heavy();
+		a = argc > 1 ? atoi(argv[1]) : 2;
+		return bench_heavy(a == 1 ? 1 : 2);
 	}
 	fprintf(stderr, "bench: unknown %s\n", what);
 	return 2;
