@@ -6,7 +6,7 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
-K=$top/user/kpprof/kpprof
+K=${KPPROF:-$top/user/kpprof/kpprof}
 W=$top/selftests/collector/workloads
 out=$(mktemp -d /tmp/kpprof-serve.XXXXXX)
 export HOME=$out GOCACHE=$out/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$out

@@ -1,0 +1,61 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kpprof collect in the VM: system-wide, while two unrelated programs run
+# with the shim; merged profiles hold both (pid/comm labels), per-process
+# directories hold one each, and a second collector is refused with a
+# clear message.  Run from the repo root.
+set -u
+top=$(pwd)
+. "$top/selftests/lib/tap.sh"
+K=${KPPROF:-$top/user/kpprof/kpprof}
+W=$top/selftests/collector/workloads
+S=$top/user/shim/libkpprof.so
+out=$(mktemp -d /tmp/kpprof-collect.XXXXXX)
+export HOME=$out GOCACHE=$out/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$out
+trap 'rm -rf "$out"' EXIT
+tap_plan
+
+run_collect() {	# DIR ARGS...
+	local dir=$1
+	shift
+	$K collect -o "$dir" -d 4 --mem-rate 65536 "$@" 2>"$out/collect.log" &
+	cpid=$!
+	sleep 1
+	LD_PRELOAD=$S "$W/seeds_heap" 20
+	LD_PRELOAD=$S "$W/leak_churn" 2000
+	wait $cpid
+}
+
+# A second collector while one is attached: refused, one clear line.
+$K collect -o "$out/first" -d 3 2>/dev/null &
+first=$!
+sleep 1
+err=$($K collect -o "$out/second" -d 1 2>&1 >/dev/null)
+rc=$?
+wait $first
+if [ $rc -ne 0 ] && grep -q "already attached" <<<"$err"; then
+	tap_ok "second collector refused: $err"
+else
+	tap_fail "second collector: exit $rc: $err"
+fi
+
+run_collect "$out/merged"
+r=$(go tool pprof -symbolize=none -raw "$out/merged/heap.pb.gz" 2>&1)
+if grep -q 'comm:\[seeds_heap\]' <<<"$r" && grep -q 'comm:\[leak_churn\]' <<<"$r" &&
+   grep -q func1 <<<"$r" && grep -q leak <<<"$r"; then
+	tap_ok "merged profile holds both programs, labelled by comm and pid"
+else
+	tap_diag "$(cat "$out/collect.log")" "$r"
+	tap_fail "merged profile"
+fi
+
+run_collect "$out/per" --per-process
+n=$(ls -d "$out"/per/*-seeds_heap "$out"/per/*-leak_churn 2>/dev/null | wc -l)
+t=$(go tool pprof -symbolize=none -top "$out"/per/*-seeds_heap/heap.pb.gz 2>&1)
+if [ "$n" = 2 ] && grep -q func2 <<<"$t" && ! grep -q churn <<<"$t"; then
+	tap_ok "per-process directories, each with its own program only"
+else
+	tap_diag "$(ls -R "$out/per")" "$t"
+	tap_fail "per-process: $n directories"
+fi
+tap_done
