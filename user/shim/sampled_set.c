@@ -80,6 +80,14 @@ int kpp_set_init(void)
 	if (m == MAP_FAILED)
 		return -1;
 	table = m;
+	/*
+	 * Write the filter's 8 pages now, while the process is most likely
+	 * single-threaded: frees read it from the start, so its first writes
+	 * later would replace zero pages, each a TLB-shootdown IPI.
+	 */
+	for (size_t i = 0; i < sizeof(kpp_set_filter); i += 4096)
+		atomic_fetch_add_explicit(&kpp_set_filter[i], 0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&page_used[0], 0, memory_order_relaxed);
 	return 0;
 }
 
