@@ -23,7 +23,7 @@
  *   CYCLE   ...
  *
  * Then on stderr: "shim_reader: status S records N accepted A rejected R
- * dropped D" from the module's statistics.  Exit status: CMD's.
+ * dropped D", the module's statistics counted from attach to the end.  Exit status: CMD's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -161,7 +161,7 @@ int main(int argc, char **argv)
 	};
 	struct kpprof_config old, cfg;
 	struct kpprof_info info;
-	struct kpprof_stats st;
+	struct kpprof_stats st, st0;
 	const char *preload = NULL, *dump = NULL;
 	unsigned long long switch_ms = 0, switch_mem = 0;
 	struct timespec t0, tn;
@@ -212,6 +212,9 @@ int main(int argc, char **argv)
 		die("mmap ring");
 	rb.data = (const unsigned char *)rb.prod + page;
 	drain(&rb, fopen("/dev/null", "w"));	/* whatever came before us */
+	memset(&st0, 0, sizeof(st0));
+	if (ioctl(rb.fd, KPPROF_IOC_GET_STATS, &st0))
+		die("GET_STATS");
 	if (ioctl(rb.fd, KPPROF_IOC_GET_CONFIG, &old))
 		die("GET_CONFIG");
 	cfg = old;
@@ -264,7 +267,8 @@ int main(int argc, char **argv)
 	fflush(out);
 	fprintf(stderr, "shim_reader: status %d records %lu accepted %llu rejected %llu dropped %llu\n",
 		WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), rb.records,
-		(unsigned long long)st.accepted, (unsigned long long)st.rejected,
-		(unsigned long long)st.dropped[KPPROF_DROP_RING_FULL]);
+		(unsigned long long)(st.accepted - st0.accepted),
+		(unsigned long long)(st.rejected - st0.rejected),
+		(unsigned long long)(st.dropped[KPPROF_DROP_RING_FULL] - st0.dropped[KPPROF_DROP_RING_FULL]));
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

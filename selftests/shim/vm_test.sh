@@ -117,6 +117,25 @@ ok_run depth
 check depth "stacks cut at max_stack_depth 2" \
 	"$(count depth '$1 == "ALLOC" && $4 > 2') == 0 && $(count depth '$1 == "ALLOC" && $4 == 2') >= 20"
 
+# Through code without frame pointers (libstdc++, and cxx_throw itself is
+# built without them): libunwind stacks still reach the program's own
+# functions; fp stacks mostly do not (printed, not asserted: it is why
+# libunwind is the default).
+reach() {	# reach NAME: percent of ALLOC stacks with a pc in cxx_throw's text
+	awk "$AWK_HEX"'
+		$1 == "MMAP" && $9 ~ /cxx_throw$/ { s = h($5); e = h($6) }
+		$1 == "ALLOC" { all++; for (i = 8; i <= NF; i++) if (h($i) >= s && h($i) < e) { n++; break } }
+		END { printf "%d\n", all ? 100 * n / all : 0 }' "$tmp/$1.dump"
+}
+run cxx_lu --mem-rate 1 -- "$d/cxx_throw"
+KPPROF_UNWIND=fp run cxx_fp --mem-rate 1 -- "$d/cxx_throw"
+tap_diag "stacks reaching cxx_throw's code: libunwind $(reach cxx_lu)%, fp $(reach cxx_fp)%"
+check cxx_lu "libunwind stacks reach the program through libstdc++" "$(reach cxx_lu) >= 95"
+for r in cxx_lu cxx_fp; do	# fp through code without frame pointers: no bad pc sent
+	rej=$(sed -n 's/.* rejected \([0-9]*\) .*/\1/p' "$tmp/$r.err" | tail -n 1)
+	check $r "exit 0, module rejected no record" "$(cat "$tmp/$r.rc") == 0 && ${rej:-1} == 0"
+done
+
 # ---------------------------------------------------------------- rates
 # 64 MiB in 64-byte blocks at mean 64 KiB: 1024 samples expected, sd 32.
 run rate --mem-rate 65536 -- "$d/shim_workload" volume 64 64

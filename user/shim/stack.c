@@ -104,9 +104,27 @@ unsigned int kpp_stack_unwind(__u64 *pcs, unsigned int max)
 	return n;
 }
 
+/*
+ * A return address must lie in user space (the module rejects a record
+ * with any other): through code without frame pointers the fp walker can
+ * read a saved rbp that is just data, so the stack is cut at the first
+ * implausible pc.
+ */
+static unsigned int cut_at_bad_pc(const __u64 *pcs, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (pcs[i] < 4096 || pcs[i] >= (1ULL << 47) - 4096)
+			return i;
+	return n;
+}
+
 unsigned int kpp_stack(struct kpp_thread *t, __u64 *pcs, unsigned int max)
 {
+	unsigned int n;
+
 	if (kpp.unwind_libunwind)
-		return kpp_stack_unwind(pcs, max);
-	return kpp_stack_fp(t, pcs, max);
+		n = kpp_stack_unwind(pcs, max);
+	else
+		n = kpp_stack_fp(t, pcs, max);
+	return cut_at_bad_pc(pcs, n);
 }
