@@ -18,11 +18,14 @@ tap_plan
 run_collect() {	# DIR ARGS...
 	local dir=$1
 	shift
-	$K collect -o "$dir" -d 4 --mem-rate 65536 "$@" 2>"$out/collect.log" &
+	# Until interrupted: SIGINT once both programs are done.
+	$K collect -o "$dir" --mem-rate 65536 "$@" 2>"$out/collect.log" &
 	cpid=$!
 	sleep 1
 	LD_PRELOAD=$S "$W/seeds_heap" 20
 	LD_PRELOAD=$S "$W/leak_churn" 2000
+	sleep 1
+	kill -INT $cpid
 	wait $cpid
 }
 
