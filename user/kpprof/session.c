@@ -165,20 +165,28 @@ struct learn_ctx {
 	int n;
 };
 
+struct learn_ctx_s {
+	struct learn_ctx l;
+	const struct kpp_session *s;
+};
+
 static int want_maps(void *c, struct kpp_proc *p)
 {
-	struct learn_ctx *ctx = c;
+	struct learn_ctx_s *ctx = c;
 
-	if (p->state == KPP_PROC_ALIVE && p->pid && !p->nr_maps && ctx->n < 256)
-		ctx->pids[ctx->n++] = p->pid;
+	/* record: only the processes it profiles; the rest have no buckets. */
+	if (ctx->s->only_root && !kpp_agg__descends_from(ctx->s->agg, p->pid, ctx->s->root))
+		return 0;
+	if (p->state == KPP_PROC_ALIVE && p->pid && !p->nr_maps && ctx->l.n < 256)
+		ctx->l.pids[ctx->l.n++] = p->pid;
 	return 0;
 }
 
 void kpp_session__learn_maps(struct kpp_session *s)
 {
-	struct learn_ctx ctx = { .n = 0 };
+	struct learn_ctx_s ctx = { .s = s };
 
 	kpp_agg__for_each_proc(s->agg, want_maps, &ctx);
-	for (int i = 0; i < ctx.n; i++)
-		kpp_proc__read_maps(s->agg, ctx.pids[i]);
+	for (int i = 0; i < ctx.l.n; i++)
+		kpp_proc__read_maps(s->agg, ctx.l.pids[i]);
 }

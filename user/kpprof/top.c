@@ -91,6 +91,8 @@ static char *loc_name(const Profile *p, uint64_t id)
 	if (l->n_line) {
 		uint64_t fid = l->line[0]->function_id;
 
+		if (fid && fid <= p->n_function && p->function[fid - 1]->id == fid)
+			return strdup(s_at(p, p->function[fid - 1]->name));
 		for (size_t i = 0; i < p->n_function; i++)
 			if (p->function[i]->id == fid)
 				return strdup(s_at(p, p->function[i]->name));
@@ -203,35 +205,61 @@ int top_main(int argc, char *argv[])
 	}
 	unit = s_at(p, p->sample_type[vi]->unit);
 
+	/*
+	 * One row per distinct name; locations are named once, and rows are
+	 * found through a hash table, so large profiles stay fast.
+	 */
+	size_t *loc_row = calloc(p->n_location + 1, sizeof(*loc_row));
+	size_t hsize = 1024;
+	size_t *hash;
+
+	while (hsize < 2 * (p->n_location + 1))
+		hsize *= 2;
+	hash = calloc(hsize, sizeof(*hash));
+	rows = calloc(p->n_location + 1, sizeof(*rows));
+	if (!loc_row || !hash || !rows) {
+		fprintf(stderr, "kpprof top: out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < p->n_location; i++) {
+		char *name = loc_name(p, p->location[i]->id);
+		uint64_t h = 1469598103934665603ULL;
+		size_t slot;
+
+		if (!name)
+			return 1;
+		for (const char *c = name; *c; c++)
+			h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+		for (slot = h & (hsize - 1); hash[slot]; slot = (slot + 1) & (hsize - 1))
+			if (!strcmp(rows[hash[slot] - 1].name, name))
+				break;
+		if (!hash[slot]) {
+			rows[nrows].name = name;
+			rows[nrows].last_sample = SIZE_MAX;
+			hash[slot] = ++nrows;
+		} else {
+			free(name);
+		}
+		loc_row[i] = hash[slot] - 1;
+	}
 	for (size_t si = 0; si < p->n_sample; si++) {
 		const Perftools__Profiles__Sample *s = p->sample[si];
 		int64_t v = vi < s->n_value ? s->value[vi] : 0;
 
 		total += v;
 		for (size_t k = 0; k < s->n_location_id; k++) {
-			char *name = loc_name(p, s->location_id[k]);
-			struct row *r = NULL;
+			uint64_t id = s->location_id[k];
+			size_t li = SIZE_MAX;
+			struct row *r;
 
-			for (size_t j = 0; j < nrows; j++)
-				if (!strcmp(rows[j].name, name)) {
-					r = &rows[j];
-					break;
-				}
-			if (!r) {
-				struct row *nr = realloc(rows, (nrows + 1) * sizeof(*rows));
-
-				if (!nr) {
-					free(name);
-					break;
-				}
-				rows = nr;
-				r = &rows[nrows++];
-				r->name = name;
-				r->flat = r->cum = 0;
-				r->last_sample = SIZE_MAX;
-				name = NULL;
-			}
-			free(name);
+			if (id && id <= p->n_location && p->location[id - 1]->id == id)
+				li = id - 1;
+			for (size_t i = 0; li == SIZE_MAX && i < p->n_location; i++)
+				if (p->location[i]->id == id)
+					li = i;
+			if (li == SIZE_MAX)
+				continue;
+			r = &rows[loc_row[li]];
 			if (k == 0)
 				r->flat += v;
 			if (r->last_sample != si) {
@@ -240,6 +268,8 @@ int top_main(int argc, char *argv[])
 			}
 		}
 	}
+	free(loc_row);
+	free(hash);
 	qsort(rows, nrows, sizeof(*rows), cmp_row);
 	printf("Type: %s\n", s_at(p, p->sample_type[vi]->type));
 	printf("Total: ");
