@@ -61,4 +61,13 @@ else
 	tap_diag "$(ls -R "$out/per")" "$t"
 	tap_fail "per-process: $n directories"
 fi
+# Every profile this test wrote, read by the independent reader.
+bad=0 n=0
+while IFS= read -r p; do
+	n=$((n + 1))
+	go tool pprof -symbolize=none -raw "$p" >/dev/null 2>&1 || { bad=1; tap_diag "unreadable: $p"; }
+done < <(find "$out" -name '*.pb.gz')
+[ $bad = 0 ] && [ $n -gt 0 ] && tap_ok "all $n profiles written are read by go tool pprof -raw" ||
+	tap_fail "profiles unreadable by go tool pprof"
+
 tap_done

@@ -122,6 +122,15 @@ else
 	tap_fail "two processes: kpprof record failed"
 fi
 
+# Every profile this test wrote, read by the independent reader.
+bad=0 n=0
+while IFS= read -r p; do
+	n=$((n + 1))
+	go tool pprof -symbolize=none -raw "$p" >/dev/null 2>&1 || { bad=1; tap_diag "unreadable: $p"; }
+done < <(find "$out" -name '*.pb.gz')
+[ $bad = 0 ] && [ $n -gt 0 ] && tap_ok "all $n profiles written are read by go tool pprof -raw" ||
+	tap_fail "profiles unreadable by go tool pprof"
+
 # 5. the CLI's errors: a second collector, exit status passing
 $K record -o "$out/st" -- sh -c 'exit 7' 2>/dev/null
 rc=$?

@@ -24,7 +24,7 @@ int kpp_output__mkdir(const char *verb, const char *dir)
 	return 0;
 }
 
-void kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
+bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 {
 	const struct kpp_agg_stats *a = kpp_agg__stats(s->agg);
 	struct kpprof_stats st = { 0 };
@@ -39,6 +39,9 @@ void kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 		 (unsigned long long)a->bad_records, (unsigned long long)a->over_buckets,
 		 (unsigned long long)a->over_stacks, (unsigned long long)a->over_live,
 		 (unsigned long long)a->unknown_frees, (unsigned long long)a->procs_dropped);
+	/* Unknown frees are normal (allocations sampled before we attached). */
+	return st.dropped[KPPROF_DROP_RING_FULL] || a->bad_records || a->over_buckets ||
+	       a->over_stacks || a->over_live;
 }
 
 int kpp_output__dir(struct kpp_session *s, const char *dir, kpp_pid_filter filter,
@@ -52,7 +55,9 @@ int kpp_output__dir(struct kpp_session *s, const char *dir, kpp_pid_filter filte
 	char comment[512];
 	struct kpp_write_opts o = { .comment = comment };
 
-	kpp_output__losses(s, comment, sizeof(comment));
+	if (kpp_output__losses(s, comment, sizeof(comment)) && !quiet)
+		fprintf(stderr, "kpprof: warning: records were lost, the profiles undercount: %s\n",
+			comment + strlen("kpprof: "));
 	kpp_session__learn_maps(s);
 	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
 		struct kpp_view v;

@@ -11,7 +11,7 @@ int kpp_output__dir(struct kpp_session *s, const char *dir, kpp_pid_filter filte
 		    void *ctx, bool quiet);
 /* mkdir -p for one level, with a clear message; 0 or 1. */
 int kpp_output__mkdir(const char *verb, const char *dir);
-/* The collector's own losses, as a comment for the profiles ("" if none). */
-void kpp_output__losses(const struct kpp_session *s, char *buf, size_t len);
+/* The collector's losses, as a comment for the profiles; true if any record was lost. */
+bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len);
 
 #endif
