@@ -17,7 +17,10 @@ static void ctl_usage(FILE *f)
 		"Usage: kpprof ctl [--mem-rate BYTES] [--block-rate NS] [--mutex-fraction N]\n"
 		"                  [--cycle-ms MS] [--depth N]\n"
 		"With no option, shows the configuration.  A rate of 0 turns its profile off;\n"
-		"a non-zero rate turns it on.  --mem-rate 1 samples every allocation.\n");
+		"a non-zero rate turns it on.  --mem-rate 1 samples every allocation.\n"
+		"Valid ranges: --mem-rate and --block-rate 0..2^40, --mutex-fraction 0..2^32-1,\n"
+		"--depth 1..%d, --cycle-ms 0 (timer off) or %d..%d.\n",
+		KPPROF_STACK_DEPTH_MAX, KPPROF_CYCLE_PERIOD_MS_MIN, KPPROF_CYCLE_PERIOD_MS_MAX);
 }
 
 void kpp_config__print(FILE *f, const struct kpprof_config *c)

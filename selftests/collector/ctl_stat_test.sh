@@ -1,0 +1,41 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kpprof ctl and stat against the module (VM): rates set and shown, a
+# value the module refuses gives one clear line and changes nothing, and
+# stat reports the ring.  Restores the configuration it found.  Repo root.
+set -u
+top=$(pwd)
+. "$top/selftests/lib/tap.sh"
+K=${KPPROF:-$top/user/kpprof/kpprof}
+tap_plan
+orig=$($K ctl) || { tap_fail "kpprof ctl shows the configuration"; tap_done; }
+tap_ok "kpprof ctl shows the configuration"
+rate() { sed -nE "s/^$1 +([0-9]+).*/\1/p"; }
+old_mem=$(rate mem_rate <<<"$orig") old_block=$(rate block_rate <<<"$orig")
+old_mutex=$(rate mutex_fraction <<<"$orig") old_cycle=$(rate cycle_period_ms <<<"$orig")
+
+out=$($K ctl --mem-rate 4096 --block-rate 10000 --mutex-fraction 5)
+if [ "$(rate mem_rate <<<"$out")" = 4096 ] && [ "$(rate block_rate <<<"$out")" = 10000 ] &&
+   [ "$(rate mutex_fraction <<<"$out")" = 5 ] && ! grep -q "(block off)" <<<"$out"; then
+	tap_ok "ctl sets mem_rate, block_rate, mutex_fraction (and turns block on)"
+else
+	tap_diag "$out"
+	tap_fail "ctl set"
+fi
+out=$($K ctl --block-rate 0)
+grep -q "(block off)" <<<"$out" && tap_ok "block-rate 0 turns the block profile off" ||
+	{ tap_diag "$out"; tap_fail "block-rate 0"; }
+err=$($K ctl --cycle-ms 1 2>&1 >/dev/null) && rc=0 || rc=$?
+now=$($K ctl)
+if [ $rc -ne 0 ] && [ "$(wc -l <<<"$err")" = 1 ] && grep -q "refused" <<<"$err" &&
+   [ "$(rate cycle_period_ms <<<"$now")" = "$old_cycle" ]; then
+	tap_ok "cycle-ms 1 refused with one line, nothing changed: $err"
+else
+	tap_diag "exit $rc: $err" "$now"
+	tap_fail "invalid cycle-ms"
+fi
+out=$($K stat)
+grep -qE '^ring_size +[0-9]+ bytes' <<<"$out" && grep -qE '^consumer +none' <<<"$out" &&
+	tap_ok "stat shows the ring, no consumer" || { tap_diag "$out"; tap_fail "stat"; }
+$K ctl --mem-rate "$old_mem" --block-rate "$old_block" --mutex-fraction "$old_mutex" >/dev/null
+tap_done
