@@ -162,7 +162,7 @@ int collect_main(int argc, char *argv[])
 	while (!stop) {
 		double t;
 
-		if (kpp_ring__poll(s.ring, 200) == -ENOMEM) {
+		if (kpp_session__poll(&s, 200) == -ENOMEM) {
 			fprintf(stderr, "kpprof collect: out of memory while aggregating\n");
 			goto out_cfg;
 		}

@@ -165,7 +165,7 @@ int record_main(int argc, char *argv[])
 			fprintf(stderr, "kpprof record: waitpid: %s\n", strerror(errno));
 			break;
 		}
-		n = kpp_ring__poll(s.ring, 100);
+		n = kpp_session__poll(&s, 100);
 		if (n == -ENOMEM) {
 			fprintf(stderr, "kpprof record: out of memory while aggregating\n");
 			break;

@@ -140,7 +140,7 @@ static void wait_draining(struct kpp_session *s, uint64_t seconds)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
-		kpp_ring__poll(s->ring, 100);
+		kpp_session__poll(s, 100);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 	} while (!stop && (uint64_t)(now.tv_sec - t0.tv_sec) < seconds);
 }

@@ -137,8 +137,10 @@ int kpp_session__settle(struct kpp_session *s, int timeout_ms)
 		if (err)
 			return err;
 		for (int i = 0; i < 20 && now_ms() < deadline; i++) {
-			if (kpp_ring__poll(s->ring, 50) == -ENOMEM)
-				return -ENOMEM;
+			int n = kpp_session__poll(s, 50);
+
+			if (n < 0)
+				return n;
 			if (kpp_agg__first_incomplete(s->agg) >= target)
 				return 0;
 		}
@@ -189,4 +191,17 @@ void kpp_session__learn_maps(struct kpp_session *s)
 	kpp_agg__for_each_proc(s->agg, want_maps, &ctx);
 	for (int i = 0; i < ctx.l.n; i++)
 		kpp_proc__read_maps(s->agg, ctx.l.pids[i]);
+}
+
+int kpp_session__poll(struct kpp_session *s, int timeout_ms)
+{
+	int n = kpp_ring__poll(s->ring, timeout_ms);
+
+	if (n < 0 && !s->ring_error) {
+		/* Said once: a corrupt ring (EPROTO) or no memory stays so. */
+		fprintf(stderr, "kpprof: reading the ring: %s%s\n", strerror(-n),
+			n == -EPROTO ? " (corrupt entry; profiles stop here)" : "");
+		s->ring_error = n;
+	}
+	return n;
 }

@@ -27,6 +27,7 @@ struct kpp_session {
 	bool only_root;
 	uint32_t root;
 	uint64_t skipped;	/* records of other processes (only_root) */
+	int ring_error;		/* first error reading the ring, reported once */
 };
 
 /* kpp_session__open - 0, or 1 after printing why not. */
@@ -38,6 +39,8 @@ void kpp_session__close(struct kpp_session *s);
  * record accepted so far.  0, or -ETIMEDOUT.
  */
 int kpp_session__settle(struct kpp_session *s, int timeout_ms);
+/* kpp_session__poll - kpp_ring__poll, reporting the first error once. */
+int kpp_session__poll(struct kpp_session *s, int timeout_ms);
 /* Feed one ring record (the ring callback; exposed for tests). */
 int kpp_session__record(void *ctx, const void *data, size_t len);
 /* Mark processes that vanished without an EXIT record (killed) as exited. */
