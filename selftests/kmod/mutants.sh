@@ -1,0 +1,91 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# mutants.sh: do the module's tests fail when the module is wrong?
+#
+# For each mutation below: copy the module's sources (Kbuild, kmod/,
+# ioctl/) to build/kmod-mutants/NAME, apply one small bug by exact text
+# replacement, build it, and run the test program meant to catch it in the
+# VM with KPPROF_KO pointing at the mutant.  A mutant is "caught" (ok) when
+# that program fails; one that survives is a hole in the tests (not ok).
+# A mutation whose text is no longer in the sources is skipped.
+#
+# Not in any list: it builds a module per mutant (minutes).  Run by hand:
+#   selftests/kmod/mutants.sh [NAME...]      (default: all)
+# MUTANTS_DRY=1 only checks that each mutation still applies.
+# Needs: make -C selftests/kmod, the kernel headers, qemu (scripts/vm-run).
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top" || exit 1
+. selftests/lib/tap.sh
+kver=$(dpkg-query -W -f='${Depends}' linux-image-amd64 2>/dev/null |
+	sed -E 's/^linux-image-([^ ,]+).*/\1/')
+kdir=/lib/modules/$kver/build
+
+# NAME|FILE|TEST PROGRAM|OLD TEXT|NEW TEXT   (\n and \t in the texts)
+mutations='
+owned_time_unchecked|kmod/record.c|record_test|hdr->cpu \|\| hdr->time_ns \|\||hdr->cpu \|\|
+uid_effective|kmod/dev.c|record_test|current_uid()|current_euid()
+config_page_mprotect|kmod/config.c|privilege_test|\tvma->vm_flags &= ~VM_MAYWRITE;\n\treturn remap_pfn_range|\treturn remap_pfn_range
+set_config_unprivileged|kmod/dev.c|privilege_test|\t\tif (!perfmon_capable())\n\t\t\treturn -EPERM;\n\t\treturn kpp_ioctl_set_config|\t\treturn kpp_ioctl_set_config
+ring_overcommit|kmod/ring.c|ring_full_test|if (prod + total - cons > rb->size) {|if (prod + total - cons > 2 * rb->size) {
+drop_uncounted|kmod/ring.c|ring_full_test|\t\tatomic64_inc(&rb->dropped[KPPROF_DROP_RING_FULL]);\n|
+cycle_stamped_before_advance|kmod/ring.c|cycle_test|\tif (advance)\n\t\tWRITE_ONCE(rb->cycle, rb->cycle + 1);\n\t*cycle = rb->cycle;|\t*cycle = rb->cycle;\n\tif (advance)\n\t\tWRITE_ONCE(rb->cycle, rb->cycle + 1);
+path_nul_unchecked|kmod/record.c|garbage_test|if (r->path[r->path_len - 1] != '"'"'\0'"'"' \|\||if (0 \|\|
+seq_bumped_once|kmod/config.c|config_test|\tWRITE_ONCE(page->seq, page->seq + 1);\n\t/* pairs with the reader'"'"'s load|\t/* pairs with the reader'"'"'s load
+'
+
+want=("$@")
+tap_plan
+while IFS= read -r line; do
+	[ -n "$line" ] || continue
+	name=$(printf '%s' "$line" | awk -F'|' '{print $1}')
+	if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qx "$name"; then
+		continue
+	fi
+	file=$(printf '%s' "$line" | awk -F'|' '{print $2}')
+	test=$(printf '%s' "$line" | awk -F'|' '{print $3}')
+	dir=build/kmod-mutants/$name
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp -r Kbuild kmod ioctl "$dir"/
+	rm -f "$dir"/kmod/*.o "$dir"/kmod/.*.cmd
+	# the texts may hold | only as \| ; python does the exact replacement
+	if ! MUT_LINE="$line" MUT_FILE="$dir/$file" python3 - <<'EOF'
+import os, re, sys
+fields = re.split(r'(?<!\\)\|', os.environ['MUT_LINE'])
+unesc = lambda t: t.replace('\\|', '|').replace('\\n', '\n').replace('\\t', '\t')
+old, new = unesc(fields[3]), unesc(fields[4])
+path = os.environ['MUT_FILE']
+src = open(path).read()
+if src.count(old) != 1:
+    sys.exit(1)
+open(path, 'w').write(src.replace(old, new))
+EOF
+	then
+		tap_skip "$name" "text to mutate not found (once) in $file"
+		continue
+	fi
+	if [ "${MUTANTS_DRY:-0}" = 1 ]; then
+		diff -u "$file" "$dir/$file" | sed -n '/^[-+][^-+]/p' | sed 's/^/# /'
+		tap_ok "$name: applies to $file"
+		continue
+	fi
+	if ! make -C "$kdir" M="$top/$dir" KPPROF_VERSION="mutant-$name" modules \
+		>"$dir/build.log" 2>&1; then
+		tap_fail "$name" "mutant does not build (see $dir/build.log)"
+		continue
+	fi
+	KPPROF_KO=$top/$dir/kpprof.ko scripts/vm-run --timeout 300 -- \
+		"selftests/kmod/$test" >"$dir/run.log" 2>&1
+	rc=$?
+	failed=$(grep -c '^not ok' "$dir/run.log")
+	if [ "$rc" -ne 0 ] && [ "$failed" -gt 0 ]; then
+		tap_ok "$name: caught by $test ($failed failing cases)"
+	elif [ "$rc" -ne 0 ]; then
+		tap_fail "$name" "$test exited $rc without a failing case (see $dir/run.log)"
+	else
+		tap_fail "$name" "SURVIVED: $test passes against the mutant"
+	fi
+done <<<"$mutations"
+tap_done
