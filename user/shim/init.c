@@ -17,6 +17,8 @@
  *                                built without frame pointers)
  *   KPPROF_MEM_RATE, KPPROF_BLOCK_RATE, KPPROF_MUTEX_FRACTION: config.c
  *   KPPROF_DEBUG=1               say why the shim is passing through
+ *   KPPROF_TEST_CONFIG=FILE      tests/benchmarks without the module: see
+ *                                open_test_config()
  *
  * Fork: the prepare handler stops new samples and waits for threads that
  * are inside a sampling path (unwinding, writing) to leave it, so the child
@@ -118,13 +120,58 @@ static int high_fd(int fd)
 	return nfd;
 }
 
+/*
+ * open_test_config - KPPROF_TEST_CONFIG=FILE, a test and benchmark knob
+ * for machines without the module: the config page is read from FILE (a
+ * regular file holding a struct kpprof_config_page) and records are
+ * written to /dev/null, so everything the shim does is measured except
+ * the module's own work on a write.  Returns the page or NULL.
+ */
+static const void *open_test_config(const char *path, long pagesz, int *fd)
+{
+	struct stat st;
+	void *page;
+	int cfd;
+
+	cfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (cfd < 0) {
+		kpp_debug("pass-through: KPPROF_TEST_CONFIG %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(cfd, &st) || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(struct kpprof_config_page)) {
+		kpp_debug("pass-through: KPPROF_TEST_CONFIG %s is not a config page file", path);
+		close(cfd);
+		return NULL;
+	}
+	page = mmap(NULL, (size_t)pagesz, PROT_READ, MAP_SHARED, cfd, 0);
+	close(cfd);
+	if (page == MAP_FAILED)
+		return NULL;
+	*fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		munmap(page, (size_t)pagesz);
+		return NULL;
+	}
+	return page;
+}
+
 static int open_device(void)
 {
 	long pagesz = sysconf(_SC_PAGESIZE);
+	const char *test = getenv("KPPROF_TEST_CONFIG");
 	struct stat st;
-	void *page;
+	const void *page;
 	int fd;
 
+	if (test && *test) {
+		page = open_test_config(test, pagesz, &fd);
+		if (!page)
+			return -1;
+		fd = high_fd(fd);
+		if (fstat(fd, &st))
+			goto err_unmap;
+		goto check_abi;
+	}
 	fd = open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		kpp_debug("pass-through: cannot open %s: %s", KPPROF_DEVICE_PATH,
@@ -142,6 +189,7 @@ static int open_device(void)
 		kpp_debug("pass-through: cannot map the config page: %s", strerror(errno));
 		goto err_close;
 	}
+check_abi:
 	if (((const struct kpprof_config_page *)page)->abi_version != KPPROF_ABI_VERSION) {
 		kpp_debug("pass-through: module ABI %u, shim ABI %u",
 			  ((const struct kpprof_config_page *)page)->abi_version,
@@ -159,7 +207,7 @@ static int open_device(void)
 	return 0;
 
 err_unmap:
-	munmap(page, (size_t)pagesz);
+	munmap((void *)page, (size_t)pagesz);
 err_close:
 	close(fd);
 	return -1;
