@@ -61,6 +61,22 @@ else
 	tap_diag "$(ls -R "$out/per")" "$t"
 	tap_fail "per-process: $n directories"
 fi
+# --interval: the profiles appear while collect still runs.
+$K collect -o "$out/periodic" --interval 1 --mem-rate 65536 2>"$out/collect.log" &
+cpid=$!
+sleep 1
+LD_PRELOAD=$S "$W/seeds_heap" 20
+for _ in $(seq 40); do [ -s "$out/periodic/heap.pb.gz" ] && break; sleep 0.25; done
+if kill -0 $cpid 2>/dev/null && [ -s "$out/periodic/heap.pb.gz" ] &&
+   go tool pprof -symbolize=none -top "$out/periodic/heap.pb.gz" 2>&1 | grep -q func1; then
+	tap_ok "--interval writes profiles while running"
+else
+	tap_diag "$(cat "$out/collect.log")"
+	tap_fail "--interval"
+fi
+kill -INT $cpid
+wait $cpid
+
 # Every profile this test wrote, read by the independent reader.
 bad=0 n=0
 while IFS= read -r p; do

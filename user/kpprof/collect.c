@@ -49,29 +49,52 @@ static bool is_pid(void *ctx, uint32_t pid)
 	return pid == ((struct one_pid *)ctx)->pid;
 }
 
-struct per_proc_ctx {
-	struct kpp_session *s;
-	const char *dir;
-	uint32_t only;
-	int err;
-};
-
-static int write_proc(void *c, struct kpp_proc *p)
+static int cmp_u32(const void *a, const void *b)
 {
-	struct per_proc_ctx *ctx = c;
-	struct one_pid one = { p->pid };
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* write_proc - DIR/PID-COMM/{heap,mutex,block}.pb.gz for one process. */
+static int write_proc(struct kpp_session *s, const char *dir, uint32_t pid)
+{
+	const struct kpp_proc *p = kpp_agg__proc(s->agg, pid);
+	struct one_pid one = { pid };
 	char sub[4096];
 
-	if (ctx->only && p->pid != ctx->only)
-		return 0;
-	snprintf(sub, sizeof(sub), "%s/%u-%s", ctx->dir, p->pid, p->comm[0] ? p->comm : "unknown");
-	for (char *q = sub + strlen(ctx->dir) + 1; *q; q++)
+	snprintf(sub, sizeof(sub), "%s/%u-%s", dir, pid, p && p->comm[0] ? p->comm : "unknown");
+	for (char *q = sub + strlen(dir) + 1; *q; q++)
 		if (*q == '/')
 			*q = '_';
-	if (kpp_output__mkdir("collect", sub) ||
-	    kpp_output__dir(ctx->s, sub, is_pid, &one, true))
-		ctx->err = 1;
-	return ctx->err;
+	return kpp_output__mkdir("collect", sub) || kpp_output__dir(s, sub, is_pid, &one, true);
+}
+
+/* Only processes with samples get a directory: one pass over the buckets. */
+static int write_per_process(struct kpp_session *s, const char *dir, uint32_t only)
+{
+	size_t nb = kpp_agg__nr_buckets(s->agg), n = 0;
+	uint32_t *pids = malloc((nb + 1) * sizeof(*pids));
+	int err = 0;
+
+	if (!pids) {
+		fprintf(stderr, "kpprof collect: out of memory\n");
+		return 1;
+	}
+	for (size_t i = 0; i < nb; i++) {
+		uint32_t pid = kpp_agg__bucket(s->agg, i)->pid;
+
+		if (!only || pid == only)
+			pids[n++] = pid;
+	}
+	qsort(pids, n, sizeof(*pids), cmp_u32);
+	for (size_t i = 0; i < n && !err; i++)
+		if (i == 0 || pids[i] != pids[i - 1])
+			err = write_proc(s, dir, pids[i]);
+	free(pids);
+	if (!err)
+		fprintf(stderr, "kpprof: wrote per-process profiles under %s\n", dir);
+	return err;
 }
 
 static int write_all(struct kpp_session *s, const char *dir, bool per_process, uint32_t pid)
@@ -79,14 +102,8 @@ static int write_all(struct kpp_session *s, const char *dir, bool per_process, u
 	struct one_pid one = { pid };
 
 	kpp_session__settle(s, 5000);
-	if (per_process) {
-		struct per_proc_ctx ctx = { .s = s, .dir = dir, .only = pid };
-
-		kpp_agg__for_each_proc(s->agg, write_proc, &ctx);
-		if (!ctx.err)
-			fprintf(stderr, "kpprof: wrote per-process profiles under %s\n", dir);
-		return ctx.err;
-	}
+	if (per_process)
+		return write_per_process(s, dir, pid);
 	return kpp_output__dir(s, dir, pid ? is_pid : NULL, &one, false);
 }
 
