@@ -40,8 +40,12 @@ static bool kpp_producer_allowed(void)
 static ssize_t kpp_write(struct file *file, const char __user *ubuf,
 			 size_t len, loff_t *ppos)
 {
-	/* Stack records, the common case, are copied on the stack. */
-	u64 stackbuf[KPP_STACK_RECORD_SIZE_MAX / sizeof(u64)];
+	/*
+	 * Stack records, the common case, are copied on the stack.  Not
+	 * zero-initialised (CONFIG_INIT_STACK_ALL_ZERO would clear 1 KiB per
+	 * write): only the @len bytes copy_from_user() fills are ever read.
+	 */
+	u64 stackbuf[KPP_STACK_RECORD_SIZE_MAX / sizeof(u64)] __uninitialized;
 	struct kpp_ring *rb = &kpp_dev.ring;
 	struct kpp_stamp stamp;
 	void *buf = stackbuf;
