@@ -4,8 +4,9 @@
  * the block profile for rwlocks.
  *
  * Lock: with contention profiling off (no module, or both rates 0) the
- * wrapper forwards at once.  Otherwise it first tries the lock; success is
- * the uncontended case, forwarded as is.  On EBUSY the wait is timed:
+ * wrapper forwards at once.  Otherwise a free lock word (glibc's
+ * __data.__lock == 0) is the uncontended case, forwarded as is; a held
+ * one is tried once, and on EBUSY the wait is timed:
  *
  *  - block profile (block_rate in ns): a wait of d >= rate is recorded, a
  *    shorter one with probability d / rate: KPPROF_REC_BLOCK with the
@@ -212,12 +213,23 @@ static int call_wrlock(void *l, const void *unused)
 	return kpp_real.rwlock_wrlock(l);
 }
 
+/*
+ * lock_word - glibc's lock word: 0 when the mutex is free.  A free mutex
+ * goes straight to the real lock (the uncontended case costs one load);
+ * if another thread takes it in between, that one wait goes untimed,
+ * which sampling can afford.  A held one is tried, then timed.
+ */
+static inline int lock_word(const pthread_mutex_t *m)
+{
+	return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED);
+}
+
 KPP_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
 	struct kpp_thread *t = &kpp_thread;
 	int r;
 
-	if (likely(!contention_on(t)))
+	if (likely(!contention_on(t)) || likely(!lock_word(m)))
 		return kpp_real.mutex_lock(m);
 	r = kpp_real.mutex_trylock(m);
 	if (likely(r != EBUSY))
@@ -230,7 +242,7 @@ KPP_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec
 	struct kpp_thread *t = &kpp_thread;
 	int r;
 
-	if (likely(!contention_on(t)))
+	if (likely(!contention_on(t)) || likely(!lock_word(m)))
 		return kpp_real.mutex_timedlock(m, ts);
 	r = kpp_real.mutex_trylock(m);
 	if (likely(r != EBUSY))
