@@ -235,4 +235,56 @@ TEST(config_page_and_overrides)
 	kpp.page = NULL;
 }
 
+/*
+ * The start-up arena that serves dlsym's allocations before the real
+ * functions are known, and the stubs kpp_real starts with.
+ */
+TEST(arena_blocks)
+{
+	char *a, *b, *c;
+
+	ASSERT_EQ(0, kpp_set_init());
+	a = kpp_arena_alloc(10, 1);
+	b = kpp_arena_alloc(100, 64);
+	c = kpp_arena_alloc(5000, 4096);
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, c);
+	EXPECT_EQ(0, (uintptr_t)a % 16);
+	EXPECT_EQ(0, (uintptr_t)b % 64);
+	EXPECT_EQ(0, (uintptr_t)c % 4096);
+	EXPECT_EQ(10, (int)kpp_arena_size_of(a));
+	EXPECT_EQ(5000, (int)kpp_arena_size_of(c));
+	EXPECT_TRUE(kpp_in_arena(a) && kpp_in_arena(c + 4999));
+	EXPECT_FALSE(kpp_in_arena(&a));
+	/* zeroed (calloc relies on it) and non-overlapping */
+	for (int i = 0; i < 100; i++)
+		ASSERT_EQ(0, b[i]);
+	EXPECT_TRUE(a + 10 <= b && b + 100 <= c);
+	/* free() of an arena block must reach the slow path */
+	EXPECT_TRUE(kpp_set_maybe(a));
+	EXPECT_TRUE(kpp_set_maybe(c));
+	/* too big or a bad alignment: NULL, not a crash */
+	EXPECT_EQ(NULL, kpp_arena_alloc(1 << 20, 16));
+	EXPECT_EQ(NULL, kpp_arena_alloc(16, 48));
+}
+
+TEST(stubs_resolve_and_forward)
+{
+	void *(*stub_malloc)(size_t) = kpp_real.malloc;
+	char *p;
+
+	ASSERT_FALSE(kpp_resolving());
+	p = kpp_real.malloc(100);	/* through the stub: resolves first */
+	ASSERT_NE(NULL, p);
+	EXPECT_FALSE(kpp_in_arena(p));
+	EXPECT_NE((void *)stub_malloc, (void *)kpp_real.malloc);
+	p[99] = 1;
+	kpp_real.free(p);
+	p = kpp_real.calloc(4, 8);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(0, p[31]);
+	kpp_real.free(p);
+}
+
 TEST_HARNESS_MAIN
