@@ -243,7 +243,8 @@ static void bench_throughput(int nprod, double seconds)
 	struct producer pr[8];
 	struct consumer con = { 0 };
 	struct ring_reader rr;
-	volatile int stop = 0;
+	/* producers stop first; the consumer only once their writes are in */
+	volatile int stop = 0, producers_done = 0;
 	int cfd = dev__open(), i;
 	__u64 ok = 0, dropped = 0, t0, dt;
 
@@ -253,7 +254,7 @@ static void bench_throughput(int nprod, double seconds)
 		die("attach consumer", errno);
 	ring_reader__drain(&rr);
 	con.rr = &rr;
-	con.stop = &stop;
+	con.stop = &producers_done;
 	if (pthread_create(&con.th, NULL, consumer_run, &con))
 		die("pthread_create", errno);
 	t0 = now_ns();
@@ -270,6 +271,7 @@ static void bench_throughput(int nprod, double seconds)
 		dropped += pr[i].dropped;
 	}
 	dt = now_ns() - t0;
+	producers_done = 1;
 	pthread_join(con.th, NULL);
 	printf("  %d producer%s: %10.0f records/s accepted, %10.0f dropped/s "
 	       "(%.1f%% dropped), consumer read %llu of %llu\n",
