@@ -27,6 +27,7 @@ run_collect() {	# DIR ARGS...
 	sleep 1
 	kill -INT $cpid
 	wait $cpid
+	collect_rc=$?
 }
 
 # A second collector while one is attached: refused, one clear line.
@@ -44,7 +45,7 @@ fi
 
 run_collect "$out/merged"
 r=$(go tool pprof -symbolize=none -raw "$out/merged/heap.pb.gz" 2>&1)
-if grep -q 'comm:\[seeds_heap\]' <<<"$r" && grep -q 'comm:\[leak_churn\]' <<<"$r" &&
+if [ $collect_rc = 0 ] && grep -q 'comm:\[seeds_heap\]' <<<"$r" && grep -q 'comm:\[leak_churn\]' <<<"$r" &&
    grep -q func1 <<<"$r" && grep -q leak <<<"$r"; then
 	tap_ok "merged profile holds both programs, labelled by comm and pid"
 else
@@ -55,7 +56,7 @@ fi
 run_collect "$out/per" --per-process
 n=$(ls -d "$out"/per/*-seeds_heap "$out"/per/*-leak_churn 2>/dev/null | wc -l)
 t=$(go tool pprof -symbolize=none -top "$out"/per/*-seeds_heap/heap.pb.gz 2>&1)
-if [ "$n" = 2 ] && grep -q func2 <<<"$t" && ! grep -q churn <<<"$t"; then
+if [ $collect_rc = 0 ] && [ "$n" = 2 ] && grep -q func2 <<<"$t" && ! grep -q churn <<<"$t"; then
 	tap_ok "per-process directories, each with its own program only"
 else
 	tap_diag "$(ls -R "$out/per")" "$t"

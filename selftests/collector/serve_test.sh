@@ -43,4 +43,13 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "${url}heap?pid=999999")
 t=$(curl -s -o "$out/d.pb.gz" -w '%{http_code}' "${url}heap?seconds=1")
 [ "$t" = 200 ] && go tool pprof -symbolize=none -raw "$out/d.pb.gz" >/dev/null 2>&1 &&
 	tap_ok "seconds=1 delta profile" || tap_fail "seconds=1 delta: HTTP $t"
+kill -TERM $srv
+wait $srv
+rc=$?
+if [ $rc = 0 ] && ! grep -q Sanitizer "$out/serve.out"; then
+	tap_ok "serve exits 0 on SIGTERM, no sanitizer report"
+else
+	tap_diag "$(cat "$out/serve.out")"
+	tap_fail "serve exit status $rc"
+fi
 tap_done
