@@ -321,7 +321,7 @@ uint64_t pprof_builder__location(struct pprof_builder *b, uint64_t mapping_id,
 	if (grow((void **)&b->p.location, &b->cap_locations, b->p.n_location + 1,
 		 sizeof(Location *)))
 		return 0;
-	l = calloc(1, sizeof(*l) + sizeof(Line *));
+	l = calloc(1, sizeof(*l));
 	if (!l)
 		return 0;
 	perftools__profiles__location__init(l);
