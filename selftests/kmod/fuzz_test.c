@@ -148,7 +148,7 @@ static void check_counts(struct __test_metadata *_metadata, struct consumer_env 
 	EXPECT_EQ(0, ring_reader__drain(&e->rr));
 }
 
-TEST_F(ring, random_bytes)
+TEST_F_TIMEOUT(ring, random_bytes, 120)
 {
 	unsigned char *buf = self->e.buf;
 	struct fuzz_counts cnt = { 0 };
@@ -169,7 +169,7 @@ TEST_F(ring, random_bytes)
 }
 
 /* Random bodies under headers that pass the first checks. */
-TEST_F(ring, random_plausible_headers)
+TEST_F_TIMEOUT(ring, random_plausible_headers, 120)
 {
 	unsigned char *buf = self->e.buf;
 	struct kpprof_record *h = (void *)buf;
@@ -252,7 +252,7 @@ static void mutate(unsigned char *buf, size_t *len)
 	}
 }
 
-TEST_F(ring, mutated_valid_records)
+TEST_F_TIMEOUT(ring, mutated_valid_records, 120)
 {
 	unsigned char *buf = self->e.buf;
 	struct fuzz_counts cnt = { 0 };
@@ -294,7 +294,7 @@ static int config_valid(const struct kpprof_config *c)
  * the valid ones, applies them whole, and leaves the config alone (EINVAL)
  * otherwise.  The cycle timer is switched off again before returning.
  */
-TEST_F(ring, random_configs)
+TEST_F_TIMEOUT(ring, random_configs, 120)
 {
 	static const __u64 edges[] = {
 		0, 1, 2, 9, 10, 11, 127, 128, 129, 3600000, 3600001,

@@ -84,10 +84,14 @@ FIXTURE_TEARDOWN(mod)
 TEST_F(mod, open_fd_pins_module)
 {
 	unsigned char buf[KPP_REC_BUF_MAX];
+	struct kpprof_config cfg;
 	struct kpprof_info info;
 	int fd = dev__open();
 
 	ASSERT_LE(0, fd);
+	/* whatever an earlier program left: every profile on */
+	dev__test_config(&cfg);
+	ASSERT_EQ(0, dev__set_config(fd, &cfg));
 	EXPECT_EQ(-EWOULDBLOCK, mod_unload());
 	EXPECT_TRUE(mod_loaded());
 	/* the descriptor keeps working */

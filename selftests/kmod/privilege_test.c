@@ -405,7 +405,7 @@ static void *churn_write(void *p)
  * consumer and producers only ever see success or ENOBUFS.  vm-run fails
  * the run on any oops or warning this provokes.
  */
-TEST_F(priv, consumer_churn_under_load)
+TEST_F_TIMEOUT(priv, consumer_churn_under_load, 90)
 {
 	struct churn ch = { 0 };
 	pthread_t th[2];
@@ -413,7 +413,7 @@ TEST_F(priv, consumer_churn_under_load)
 
 	for (i = 0; i < 2; i++)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, churn_write, &ch));
-	for (round = 0; round < 40; round++) {
+	for (round = 0; round < 25; round++) {
 		struct ring_reader rr;
 		int c = dev__open(), k;
 

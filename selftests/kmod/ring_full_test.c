@@ -27,7 +27,8 @@ CONSUMER_FIXTURE(ring)
 #define BIG_ENTRY (sizeof(struct kpprof_ring_hdr) + sizeof(struct kpprof_rec_alloc) + \
 		   8 * KPPROF_STACK_DEPTH_MAX)
 
-TEST_F(ring, fill_drop_drain)
+/* timeouts: thousands of writes under TCG on a loaded host */
+TEST_F_TIMEOUT(ring, fill_drop_drain, 90)
 {
 	struct kpprof_stats st0, st1;
 	__u64 accepted = 0, dropped = 0, slowest = 0, small_ok = 0;
@@ -98,7 +99,7 @@ TEST_F(ring, fill_drop_drain)
 }
 
 /* Drops do not depend on O_NONBLOCK: a blocking fd never waits either. */
-TEST_F(ring, full_ring_nonblocking_without_o_nonblock)
+TEST_F_TIMEOUT(ring, full_ring_nonblocking_without_o_nonblock, 90)
 {
 	__u64 i, t0, worst = 0;
 	int err = 0;
@@ -122,7 +123,7 @@ TEST_F(ring, full_ring_nonblocking_without_o_nonblock)
  * Entries of BIG_ENTRY bytes do not divide the ring: drain after each, and
  * within one lap an entry crosses the end.  It must read intact.
  */
-TEST_F(ring, wrapped_entry_reads_intact)
+TEST_F_TIMEOUT(ring, wrapped_entry_reads_intact, 90)
 {
 	__u64 laps_target = ring_reader__prod(&self->e.rr) + 3 * self->e.info.ring_size;
 	__u64 seq = 0, wrapped = 0;
