@@ -16,7 +16,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -191,6 +193,8 @@ TEST_F_TIMEOUT(ring, producers_threads_and_processes, 120)
 		pids[i] = fork();
 		ASSERT_LE(0, pids[i]);
 		if (pids[i] == 0) {
+			/* if the test dies on an ASSERT, its writers die too */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			writer_run(sh, NR_THREADS + i);
 			_exit(0);
 		}
