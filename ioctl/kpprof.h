@@ -228,8 +228,9 @@ struct kpprof_stats {
  * struct kpprof_format_arg - fetch the record format text
  * @buf:  user pointer (cast through uintptr_t) to a buffer for the text.
  * @size: bytes available at @buf.
- * @len:  out: bytes of text, excluding the NUL the kernel appends; must
- *        be 0 on input (EINVAL otherwise).  If @size <= the text's length
+ * @len:  out: bytes of text, excluding the NUL the kernel appends; its
+ *        input value is ignored, so the struct a size-0 probe filled in
+ *        can be passed again with a bigger @size.  If @size <= the length
  *        nothing is copied, @len is still set and the ioctl fails with
  *        ENOSPC, so a caller can ask with size 0 first.
  *

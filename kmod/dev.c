@@ -162,9 +162,8 @@ static long kpp_ioctl_get_format(void __user *uarg, size_t usize)
 	err = copy_struct_from_user(&arg, sizeof(arg), uarg, usize);
 	if (err)
 		return err;
-	if (arg.len)
-		return -EINVAL;	/* an output field: garbage here is a bug */
 
+	/* @len is output only: a probe's answer may come back in it */
 	arg.len = kpp_dev.format_len;
 	if (arg.size <= kpp_dev.format_len) {
 		if (kpp_copy_struct_out(uarg, usize, &arg, sizeof(arg)))
