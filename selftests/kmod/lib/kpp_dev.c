@@ -73,9 +73,27 @@ void dev__test_config(struct kpprof_config *cfg)
 
 const char *dev__module_path(void)
 {
+	static char path[4096];
 	const char *p = getenv("KPPROF_KO");
+	ssize_t n;
+	int up;
 
-	return p && *p ? p : "./kpprof.ko";
+	if (p && *p)
+		return p;
+	/* <repo>/selftests/kmod/<program> -> <repo>/kpprof.ko */
+	n = readlink("/proc/self/exe", path, sizeof(path) - 16);
+	if (n <= 0)
+		return "./kpprof.ko";
+	path[n] = '\0';
+	for (up = 0; up < 3; up++) {
+		char *slash = strrchr(path, '/');
+
+		if (!slash)
+			return "./kpprof.ko";
+		*slash = '\0';
+	}
+	strcat(path, "/kpprof.ko");
+	return path;
 }
 
 __u64 now_ns(void)

@@ -37,7 +37,10 @@ int dev__write(int fd, const void *rec, size_t len);
  */
 void dev__test_config(struct kpprof_config *cfg);
 
-/* dev__module_path - the kpprof.ko to insmod: $KPPROF_KO or ./kpprof.ko */
+/*
+ * dev__module_path - the kpprof.ko to insmod: $KPPROF_KO, else the one at
+ * the root of the repository this program was built in.
+ */
 const char *dev__module_path(void);
 
 /* now_ns - CLOCK_MONOTONIC in ns, the clock the kernel stamps records with */
