@@ -99,10 +99,6 @@ static char *get_format(struct __test_metadata *_metadata, int fd, __u32 *len)
 	text = malloc(arg.len + 1);
 	if (!text)
 		return NULL;
-	/*
-	 * The module refuses a non-zero len on input (EINVAL); the header
-	 * only calls len "out".  Zero it: valid under either reading.
-	 */
 	arg.buf = (uintptr_t)text;
 	arg.size = arg.len + 1;
 	arg.len = 0;
@@ -129,7 +125,7 @@ TEST_F(ring, probe_then_fetch)
 	memset(text, 'Q', len + 16);
 	arg.buf = (uintptr_t)text;
 	arg.size = len;
-	arg.len = 0;	/* see get_format() */
+	arg.len = 0;
 	EXPECT_EQ(-ENOSPC, dev__ioctl(self->e.pfd, KPPROF_IOC_GET_FORMAT, &arg));
 	EXPECT_EQ(len, arg.len);
 	EXPECT_EQ('Q', text[0]);
@@ -141,6 +137,29 @@ TEST_F(ring, probe_then_fetch)
 	EXPECT_EQ('\0', text[len]);
 	EXPECT_EQ(len, strlen(text));
 	EXPECT_EQ(0, strncmp(text, "name: ", 6));
+	free(text);
+}
+
+/*
+ * len is "out": the natural probe-then-fetch, reusing the struct the probe
+ * filled in, must work (an input len is not checked).
+ */
+TEST_F(ring, probe_struct_reused)
+{
+	struct kpprof_format_arg arg = { 0 };
+	char *text;
+
+	ASSERT_EQ(-ENOSPC, dev__ioctl(self->e.pfd, KPPROF_IOC_GET_FORMAT, &arg));
+	text = malloc(arg.len + 1);
+	ASSERT_NE(NULL, text);
+	arg.buf = (uintptr_t)text;
+	arg.size = arg.len + 1;		/* arg.len still holds the probe's answer */
+	EXPECT_EQ(0, dev__ioctl(self->e.pfd, KPPROF_IOC_GET_FORMAT, &arg));
+	EXPECT_EQ(strlen(text), arg.len);
+	/* and a garbage len going in changes nothing either */
+	arg.len = 0xdeadbeef;
+	EXPECT_EQ(0, dev__ioctl(self->e.pfd, KPPROF_IOC_GET_FORMAT, &arg));
+	EXPECT_EQ(strlen(text), arg.len);
 	free(text);
 }
 
