@@ -260,7 +260,10 @@ struct kpprof_format_arg {
 #define KPPROF_IOC_GET_INFO	_IOR(KPPROF_IOC_MAGIC, 0x00, struct kpprof_info)
 #define KPPROF_IOC_GET_CONFIG	_IOR(KPPROF_IOC_MAGIC, 0x01, struct kpprof_config)
 #define KPPROF_IOC_SET_CONFIG	_IOW(KPPROF_IOC_MAGIC, 0x02, struct kpprof_config)
-/* Ends the current cycle now; the new cycle number is written to a __u64. */
+/*
+ * Ends the current cycle now; the new cycle number is written to a __u64.
+ * A pointer that cannot be written fails with EFAULT before the cycle moves.
+ */
 #define KPPROF_IOC_ADVANCE_CYCLE _IOR(KPPROF_IOC_MAGIC, 0x03, __u64)
 #define KPPROF_IOC_GET_STATS	_IOR(KPPROF_IOC_MAGIC, 0x04, struct kpprof_stats)
 #define KPPROF_IOC_GET_FORMAT	_IOWR(KPPROF_IOC_MAGIC, 0x05, struct kpprof_format_arg)
@@ -342,7 +345,8 @@ struct kpprof_record {
  * @addr:  address returned to the program; non-zero.
  * @bytes: bytes the program asked for.
  * @rate:  mem_rate the producer sampled with (>= 1), for unbiasing.
- * @pcs:   absolute return addresses, leaf (caller of malloc) first.
+ * @pcs:   absolute return addresses, leaf (caller of malloc) first; each
+ *         non-zero and below the end of user space.
  */
 struct kpprof_rec_alloc {
 	struct kpprof_record hdr;
@@ -374,7 +378,8 @@ struct kpprof_rec_free {
  *          BLOCK with delay < rate counts rate / delay events of rate ns;
  *          MUTEX counts rate events of rate * delay ns.
  * @lock:   address of the lock, for information.
- * @pcs:    BLOCK: the waiter's stack; MUTEX: the unlocker's.  Leaf first.
+ * @pcs:    BLOCK: the waiter's stack; MUTEX: the unlocker's.  Leaf first;
+ *          each non-zero and below the end of user space.
  */
 struct kpprof_rec_contention {
 	struct kpprof_record hdr;
@@ -388,7 +393,8 @@ struct kpprof_rec_contention {
  * struct kpprof_rec_mmap - KPPROF_REC_MMAP: an object mapped executable
  * @hdr:          header, nr_pcs 0.
  * @start:        first byte of the mapping; page aligned.
- * @end:          byte after its last byte; > @start.
+ * @end:          byte after its last byte; page aligned, > @start, and at
+ *                most the end of user space.
  * @offset:       file offset of @start; page aligned.
  * @build_id:     GNU build-id, @build_id_len bytes, the rest zero.
  * @build_id_len: 0 .. KPPROF_BUILD_ID_MAX.
@@ -412,8 +418,8 @@ struct kpprof_rec_mmap {
 /**
  * struct kpprof_rec_munmap - KPPROF_REC_MUNMAP: an object unmapped
  * @hdr:   header, nr_pcs 0.
- * @start: as in the KPPROF_REC_MMAP it ends.
- * @end:   > @start.
+ * @start: as in the KPPROF_REC_MMAP it ends: page aligned.
+ * @end:   page aligned, > @start, at most the end of user space.
  */
 struct kpprof_rec_munmap {
 	struct kpprof_record hdr;

@@ -178,7 +178,12 @@ static long kpp_ioctl_get_format(void __user *uarg, size_t usize)
 
 static long kpp_ioctl_advance_cycle(void __user *uarg)
 {
-	u64 cycle = kpp_ring_advance_cycle(&kpp_dev.ring, 1, true);
+	u64 cycle;
+
+	/* a bad pointer fails before the cycle moves, so a retry is safe */
+	if (put_user(0ULL, (u64 __user *)uarg))
+		return -EFAULT;
+	cycle = kpp_ring_advance_cycle(&kpp_dev.ring, 1, true);
 
 	kpp_config_publish_cycle(&kpp_dev.config, cycle);
 	return put_user(cycle, (u64 __user *)uarg);
