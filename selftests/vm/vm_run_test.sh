@@ -31,7 +31,7 @@ expect() {
 	fi
 }
 
-tap_plan 9
+tap_plan 10
 
 # The working directory is under /tmp on purpose: the guest mounts a fresh
 # tmpfs on /tmp, and the share must still land on top of it.
@@ -58,6 +58,24 @@ expect "a guest panic fails the run" \
 vm --no-module --timeout 20 -- sleep 600
 expect "--timeout stops a hung command" \
 	eval '[ $rc -ne 0 ] && [[ $err == *"FAILED (timeout)"* ]]'
+
+# Stopping vm-run (Ctrl-C, a test runner's timeout) must not leave qemu behind.
+(cd "$work" && exec "$vmrun" --cpus 1 --no-module -- sleep 600 >/dev/null 2>"$work/.err") &
+vpid=$!
+guest="path=$work,mount_tag=hostcwd"
+for _ in $(seq 60); do
+	pgrep -f -- "$guest" >/dev/null && break
+	sleep 0.5
+done
+kill -TERM $vpid
+wait $vpid
+rc=$? out='' err=$(cat "$work/.err")
+for _ in $(seq 20); do
+	pgrep -f -- "$guest" >/dev/null || break
+	sleep 0.5
+done
+expect "a stopped vm-run stops its guest" \
+	eval '[ $rc -ne 0 ] && ! pgrep -f -- "$guest" >/dev/null && [[ $err == *"stopped the guest"* ]]'
 
 KPPROF_KO=/nonexistent/kpprof.ko vm -- true
 expect "a missing module is named" \
