@@ -67,9 +67,14 @@ $K collect -o "$out/periodic" --interval 1 --mem-rate 65536 2>"$out/collect.log"
 cpid=$!
 sleep 1
 LD_PRELOAD=$S "$W/seeds_heap" 20
-for _ in $(seq 40); do [ -s "$out/periodic/heap.pb.gz" ] && break; sleep 0.25; done
-if kill -0 $cpid 2>/dev/null && [ -s "$out/periodic/heap.pb.gz" ] &&
-   go tool pprof -symbolize=none -top "$out/periodic/heap.pb.gz" 2>&1 | grep -q func1; then
+# A profile written before the workload ran is valid but empty: wait (10 s
+# at most) for one written after it, which must show the workload.
+shows_func1() {
+	[ -s "$out/periodic/heap.pb.gz" ] &&
+		go tool pprof -symbolize=none -top "$out/periodic/heap.pb.gz" 2>&1 | grep -q func1
+}
+for _ in $(seq 40); do shows_func1 && break; sleep 0.25; done
+if kill -0 $cpid 2>/dev/null && shows_func1; then
 	tap_ok "--interval writes profiles while running"
 else
 	tap_diag "$(cat "$out/collect.log")"
