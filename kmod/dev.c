@@ -17,7 +17,6 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
-#include <linux/timekeeping.h>
 #include "kpp.h"
 
 /* The command with its size bits masked off (seccomp's EA_IOCTL). */
@@ -87,7 +86,6 @@ static ssize_t kpp_write(struct file *file, const char __user *ubuf,
 	stamp.tid = task_pid_nr(current);
 	stamp.uid = from_kuid_munged(&init_user_ns, current_uid());
 	stamp.cpu = raw_smp_processor_id();
-	stamp.time_ns = ktime_get_ns();
 	err = kpp_ring_output(rb, buf, len, &stamp);
 	goto out;
 

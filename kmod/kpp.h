@@ -74,13 +74,16 @@ struct kpp_ring {
 	wait_queue_head_t waitq;
 };
 
-/* Who stamps what into a record the ring accepts. */
+/*
+ * The writer's identity, stamped into a record the ring accepts.  The time
+ * is taken by the ring once the record has room: a dropped record costs
+ * no clock read.
+ */
 struct kpp_stamp {
 	u32 tgid;
 	u32 tid;
 	u32 uid;
 	u32 cpu;
-	u64 time_ns;
 };
 
 /**

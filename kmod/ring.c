@@ -233,7 +233,8 @@ static void kpp_ring_commit(struct kpp_ring *rb, struct kpprof_ring_hdr *hdr,
  * @rb:    the ring.
  * @rec:   the record, @len bytes, a multiple of 8, already validated.
  * @len:   its size.
- * @stamp: identity and time to write over the kernel-owned fields.
+ * @stamp: identity to write over the kernel-owned fields; the time and the
+ *         cycle are the ring's own, taken when the record has its room.
  *
  * Return: 0, or -ENOBUFS if the ring was full (the drop is counted).
  */
@@ -254,7 +255,7 @@ int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 	out->tid = stamp->tid;
 	out->uid = stamp->uid;
 	out->cpu = stamp->cpu;
-	out->time_ns = stamp->time_ns;
+	out->time_ns = ktime_get_ns();
 	out->cycle = cycle;
 
 	kpp_ring_commit(rb, hdr, false);
