@@ -12,6 +12,7 @@
 
 #include "profile.pb-c.h"
 #include "pprof_builder.h"
+#include "grow.h"
 
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__Sample Sample;
@@ -42,23 +43,6 @@ static uint64_t hash_bytes(const char *s, uint64_t h)
 	return h;
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, ncap * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
 
 /* ------------------------------------------------------------ strings */
 

@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "agg.h"
+#include "grow.h"
 
 #define DEFAULT_MAX_BUCKETS	(1u << 20)
 #define DEFAULT_MAX_STACKS	(1u << 20)
@@ -104,23 +105,6 @@ static inline uint64_t mix64(uint64_t x)
 	return x;
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap : 64;
-	while (ncap < need)
-		ncap *= 2;
-	p = realloc(*arr, ncap * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
 
 struct kpp_agg *kpp_agg__new(const struct kpp_agg_limits *lim)
 {
