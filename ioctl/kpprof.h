@@ -11,8 +11,8 @@
  *   operation                          who may do it
  *   ---------------------------------  ------------------------------------
  *   open(2)                            anyone
- *   write(2) one record (producer)     anyone, or members of the group set
- *                                      by the module parameter producer_gid
+ *   KPPROF_IOC_SUBMIT or write(2) one  anyone, or members of the group set
+ *   record (producer)                  by the module parameter producer_gid
  *   mmap config page (pgoff 0), r/o    anyone
  *   KPPROF_IOC_GET_INFO                anyone
  *   KPPROF_IOC_GET_CONFIG              anyone
@@ -69,7 +69,11 @@
 #include <linux/ioctl.h>
 #include <linux/const.h>
 
-#define KPPROF_ABI_VERSION	1
+/*
+ * 2: KPPROF_IOC_SUBMIT (KPPROF_FEAT_SUBMIT_IOCTL).  Version 1 shims, which
+ * write(2) their records, are still served.
+ */
+#define KPPROF_ABI_VERSION	2
 #define KPPROF_DEVICE_PATH	"/dev/kpprof"
 
 /* ---------------------------------------------------------------- limits */
@@ -156,6 +160,7 @@ struct kpprof_config_page {
 #define KPPROF_FEAT_CONFIG_PAGE	_BITULL(0)
 #define KPPROF_FEAT_RING_MMAP	_BITULL(1)
 #define KPPROF_FEAT_FORMAT_TEXT	_BITULL(2)
+#define KPPROF_FEAT_SUBMIT_IOCTL	_BITULL(3)
 
 /**
  * struct kpprof_info - what the module is (output only)
@@ -269,6 +274,14 @@ struct kpprof_format_arg {
 #define KPPROF_IOC_GET_FORMAT	_IOWR(KPPROF_IOC_MAGIC, 0x05, struct kpprof_format_arg)
 /* Makes this file the consumer; no argument. */
 #define KPPROF_IOC_CONSUMER_ATTACH _IO(KPPROF_IOC_MAGIC, 0x06)
+/*
+ * Submits one record; the argument points at its struct kpprof_record,
+ * whose @size says how many bytes follow.  Same rules and errors as
+ * write(2) of the record, but returns 0 on success.  A producer should use
+ * it rather than write(2): on a file that is not /dev/kpprof (a reused fd
+ * number) it fails with ENOTTY instead of writing into that file.
+ */
+#define KPPROF_IOC_SUBMIT	_IO(KPPROF_IOC_MAGIC, 0x07)
 
 /* ------------------------------------------------------------ ring */
 

@@ -16,6 +16,7 @@
 #include <linux/io.h>
 #include <linux/bits.h>
 #include "kpp.h"
+#include "compat.h"
 
 #define KPP_RATE_MAX	BIT_ULL(40)
 
@@ -181,7 +182,7 @@ int kpp_config_mmap(struct kpp_config_state *cs, struct vm_area_struct *vma)
 	if (vma->vm_flags & VM_WRITE)
 		return -EPERM;
 	/* no mprotect() to writable later */
-	vma->vm_flags &= ~VM_MAYWRITE;
+	kpp_vm_flags_clear(vma, VM_MAYWRITE);
 	return remap_pfn_range(vma, vma->vm_start,
 			       virt_to_phys(cs->page) >> PAGE_SHIFT,
 			       PAGE_SIZE, vma->vm_page_prot);

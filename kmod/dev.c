@@ -36,8 +36,12 @@ static bool kpp_producer_allowed(void)
 	return in_group_p(make_kgid(&init_user_ns, gid)) || perfmon_capable();
 }
 
-static ssize_t kpp_write(struct file *file, const char __user *ubuf,
-			 size_t len, loff_t *ppos)
+/*
+ * kpp_submit - validate one record of @len bytes at @ubuf, stamp it and
+ * offer it to the ring: what write(2) and KPPROF_IOC_SUBMIT share.
+ * Returns 0 or a negative errno (ENOBUFS and ECANCELED count a drop).
+ */
+static int kpp_submit(const char __user *ubuf, size_t len)
 {
 	/*
 	 * Stack records, the common case, are copied on the stack.  Not
@@ -94,7 +98,31 @@ err_reject:
 out:
 	if (buf != stackbuf)
 		kfree(buf);
+	return err;
+}
+
+static ssize_t kpp_write(struct file *file, const char __user *ubuf,
+			 size_t len, loff_t *ppos)
+{
+	int err = kpp_submit(ubuf, len);
+
 	return err ? err : len;
+}
+
+/*
+ * KPPROF_IOC_SUBMIT: the record's own size field says how many bytes to
+ * take, so one ioctl carries one record.  Unlike write(2), an ioctl number
+ * means nothing to any other file (ENOTTY), so a producer whose fd number
+ * was reused by the program cannot write a record into the program's file.
+ */
+static long kpp_ioctl_submit(const void __user *uarg)
+{
+	const struct kpprof_record __user *urec = uarg;
+	u32 size;
+
+	if (get_user(size, &urec->size))
+		return -EFAULT;
+	return kpp_submit(uarg, size);
 }
 
 /* Copy an output struct of @ksize bytes to a caller's struct of @usize. */
@@ -114,7 +142,7 @@ static long kpp_ioctl_get_info(void __user *uarg, size_t usize)
 		.abi_version = KPPROF_ABI_VERSION,
 		.page_size = PAGE_SIZE,
 		.features = KPPROF_FEAT_CONFIG_PAGE | KPPROF_FEAT_RING_MMAP |
-			    KPPROF_FEAT_FORMAT_TEXT,
+			    KPPROF_FEAT_FORMAT_TEXT | KPPROF_FEAT_SUBMIT_IOCTL,
 		.ring_size = kpp_dev.ring.size,
 		.max_record_size = KPP_RECORD_SIZE_MAX,
 		.producer_gid = READ_ONCE(kpp_dev.producer_gid),
@@ -228,6 +256,8 @@ static long kpp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		if (!perfmon_capable())
 			return -EPERM;
 		return kpp_ioctl_attach(file);
+	case KPPROF_IOC_SUBMIT:
+		return kpp_ioctl_submit(uarg);
 	}
 
 	switch (KPP_IOC_BASE(cmd)) {

@@ -51,6 +51,7 @@
 #include <linux/sched.h>
 #include <linux/timekeeping.h>
 #include "kpp.h"
+#include "compat.h"
 
 #define KPP_RING_META_PAGES	2	/* consumer page, producer page */
 
@@ -370,7 +371,7 @@ int kpp_ring_mmap_producer(struct kpp_ring *rb, struct vm_area_struct *vma)
 	if (vma->vm_end - vma->vm_start > PAGE_SIZE + 2 * rb->size)
 		return -EINVAL;
 	/* no mprotect() to writable later */
-	vma->vm_flags &= ~VM_MAYWRITE;
+	kpp_vm_flags_clear(vma, VM_MAYWRITE);
 	return remap_vmalloc_range(vma, rb->area, 1);
 }
 

@@ -42,9 +42,9 @@ TEST_F(dev, info_fields)
 	EXPECT_EQ(KPPROF_ABI_VERSION, info.abi_version);
 	EXPECT_EQ(page, info.page_size);
 	EXPECT_EQ(KPPROF_FEAT_CONFIG_PAGE | KPPROF_FEAT_RING_MMAP |
-		  KPPROF_FEAT_FORMAT_TEXT,
+		  KPPROF_FEAT_FORMAT_TEXT | KPPROF_FEAT_SUBMIT_IOCTL,
 		  info.features & (KPPROF_FEAT_CONFIG_PAGE | KPPROF_FEAT_RING_MMAP |
-				   KPPROF_FEAT_FORMAT_TEXT));
+				   KPPROF_FEAT_FORMAT_TEXT | KPPROF_FEAT_SUBMIT_IOCTL));
 	/* a power of two, at least a page */
 	EXPECT_EQ(0, info.ring_size & (info.ring_size - 1));
 	EXPECT_GE(info.ring_size, (__u64)page);

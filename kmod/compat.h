@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kpprof: the differences between the kernels the module supports (6.1 to
+ * 6.12 and their PREEMPT_RT builds), in one place, so the logic files carry
+ * no version #if of their own.
+ */
+#ifndef _KPP_COMPAT_H
+#define _KPP_COMPAT_H
+
+#include <linux/version.h>
+#include <linux/mm.h>
+
+/*
+ * vm_flags became read-only in 6.3: writers go through vm_flags_set() and
+ * vm_flags_clear(), which also assert the mmap lock is held.
+ */
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+static inline void kpp_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags |= flags;
+}
+
+static inline void kpp_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags &= ~flags;
+}
+#else
+static inline void kpp_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vm_flags_set(vma, flags);
+}
+
+static inline void kpp_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vm_flags_clear(vma, flags);
+}
+#endif
+
+#endif /* _KPP_COMPAT_H */
