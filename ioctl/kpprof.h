@@ -320,6 +320,7 @@ enum {
 	KPPROF_REC_MUNMAP = 6,	/* an object unloaded */
 	KPPROF_REC_COMM = 7,	/* process start/fork/exec: name the process */
 	KPPROF_REC_CYCLE = 8,	/* kernel: cycle @cycle - 1 has ended */
+	KPPROF_REC_NOTE = 9,	/* a producer's notice about itself */
 	KPPROF_REC_KINDS
 };
 
@@ -458,6 +459,27 @@ struct kpprof_rec_comm {
 	__u32 reason;
 	__u32 ppid;
 	char comm[KPPROF_COMM_LEN];
+};
+
+/* Values of kpprof_rec_note.what. */
+#define KPPROF_NOTE_SECCOMP	1	/* a seccomp filter is in force: the shim
+					 * stopped emitting; @value: events it
+					 * has not sent since */
+#define KPPROF_NOTE_NO_HEAP	2	/* malloc is not interposed (an allocator
+					 * linked statically): no heap profile */
+
+/**
+ * struct kpprof_rec_note - KPPROF_REC_NOTE: a producer reports on itself
+ * @hdr:   header, nr_pcs 0.
+ * @what:  KPPROF_NOTE_*; unknown values are EINVAL.
+ * @pad:   zero.
+ * @value: what-specific, see KPPROF_NOTE_*.
+ */
+struct kpprof_rec_note {
+	struct kpprof_record hdr;
+	__u32 what;
+	__u32 pad;
+	__u64 value;
 };
 
 /**

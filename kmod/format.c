@@ -87,6 +87,11 @@ static const struct kpp_field kpp_cycle_fields[] = {
 	KPP_FIELD(kpprof_rec_cycle, "unsigned int", reason),
 };
 
+static const struct kpp_field kpp_note_fields[] = {
+	KPP_FIELD(kpprof_rec_note, "unsigned int", what),
+	KPP_FIELD(kpprof_rec_note, "u64", value),
+};
+
 struct kpp_event {
 	const char *name;
 	unsigned int id;
@@ -114,6 +119,8 @@ static const struct kpp_event kpp_events[] = {
 		  "\"reason=%u ppid=%u\", REC->reason, REC->ppid"),
 	KPP_EVENT("kpprof_cycle", KPPROF_REC_CYCLE, kpp_cycle_fields,
 		  "\"reason=%u\", REC->reason"),
+	KPP_EVENT("kpprof_note", KPPROF_REC_NOTE, kpp_note_fields,
+		  "\"what=%u value=%llu\", REC->what, REC->value"),
 };
 
 static size_t kpp_format_fields(char *buf, size_t size,

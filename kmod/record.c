@@ -126,6 +126,17 @@ static int kpp_validate_comm(const void *buf, size_t len)
 	return 0;
 }
 
+static int kpp_validate_note(const void *buf, size_t len)
+{
+	const struct kpprof_rec_note *r = buf;
+
+	if (len != sizeof(*r) || r->hdr.nr_pcs || r->pad)
+		return -EINVAL;
+	if (r->what != KPPROF_NOTE_SECCOMP && r->what != KPPROF_NOTE_NO_HEAP)
+		return -EINVAL;
+	return 0;
+}
+
 /**
  * kpp_record_validate - check a record a producer wrote
  * @buf:       the record, copied into kernel memory, 8-byte aligned.
@@ -164,6 +175,8 @@ int kpp_record_validate(const void *buf, size_t len, u32 max_depth)
 		return kpp_validate_munmap(buf, len);
 	case KPPROF_REC_COMM:
 		return kpp_validate_comm(buf, len);
+	case KPPROF_REC_NOTE:
+		return kpp_validate_note(buf, len);
 	default:
 		/* KPPROF_REC_CYCLE included: only the kernel writes those */
 		return -EINVAL;
