@@ -444,7 +444,8 @@ struct kpprof_rec_munmap {
 /* Bits of kpprof_rec_comm.reason. */
 #define KPPROF_COMM_START	0	/* the shim initialised in a process */
 #define KPPROF_COMM_FORK	1	/* a forked child */
-#define KPPROF_COMM_EXEC	2	/* reserved: exec is seen as START */
+#define KPPROF_COMM_EXEC	2	/* the process is about to exec: the
+					 * image that sampled ends here */
 #define KPPROF_COMM_EXIT	3	/* the process is exiting */
 
 /**

@@ -57,6 +57,8 @@ static const struct want_event want_events[] = {
 		F(kpprof_rec_comm, comm) } },
 	{ "kpprof_cycle", KPPROF_REC_CYCLE, {
 		F(kpprof_rec_cycle, reason) } },
+	{ "kpprof_note", KPPROF_REC_NOTE, {
+		F(kpprof_rec_note, what), F(kpprof_rec_note, value) } },
 };
 
 /* The record header, in every event. */

@@ -5,7 +5,8 @@
  * Rules, each from ioctl/kpprof.h:
  *   - count >= sizeof(struct kpprof_record), count <= max_record_size,
  *     hdr.size == count, count % 8 == 0;
- *   - kind in KPPROF_REC_ALLOC .. KPPROF_REC_COMM (CYCLE is kernel-only);
+ *   - kind in KPPROF_REC_ALLOC .. KPPROF_REC_COMM or KPPROF_REC_NOTE
+ *     (CYCLE is kernel-only);
  *   - tgid, tid, uid, cpu, time_ns, cycle zero ("a record cannot claim an
  *     identity");
  *   - ALLOC, BLOCK, MUTEX: nr_pcs 1 .. max_stack_depth and
@@ -14,6 +15,7 @@
  *   - FREE, MUNMAP, COMM: nr_pcs 0, size == sizeof(struct);
  *     FREE addr != 0; MUNMAP end > start; COMM ppid 0, comm all zero,
  *     reason a KPPROF_COMM_* value;
+ *   - NOTE: nr_pcs 0, size == sizeof(struct), pad 0, what a KPPROF_NOTE_*;
  *   - MMAP: nr_pcs 0, start and offset page aligned, end > start,
  *     build_id_len <= KPPROF_BUILD_ID_MAX and build_id zero past it, pad 0,
  *     path_len 1 .. KPPROF_PATH_MAX, size == round_up(sizeof + path_len, 8),
@@ -125,7 +127,8 @@ enum rec_verdict rec_model__check(const void *buf, size_t count,
 		INVALID("size field != write count");
 	if (count % 8)
 		INVALID("size not a multiple of 8");
-	if (h->kind < KPPROF_REC_ALLOC || h->kind > KPPROF_REC_COMM)
+	if ((h->kind < KPPROF_REC_ALLOC || h->kind > KPPROF_REC_COMM) &&
+	    h->kind != KPPROF_REC_NOTE)
 		INVALID("kind not a producer kind");
 	if (h->tgid || h->tid || h->uid || h->cpu || h->time_ns || h->cycle)
 		INVALID("kernel-owned field non-zero");
@@ -208,11 +211,17 @@ enum rec_verdict rec_model__check(const void *buf, size_t count,
 			INVALID("comm: kernel-owned comm non-zero");
 		if (r->reason > KPPROF_COMM_EXIT)
 			INVALID("comm: unknown reason");
-		if (r->reason == KPPROF_COMM_EXEC) {
-			if (why)
-				*why = "comm: reason EXEC is reserved (header silent)";
-			return REC_EITHER;
-		}
+		return REC_VALID;
+	}
+	case KPPROF_REC_NOTE: {
+		const struct kpprof_rec_note *r = (const void *)copy;
+
+		if (count != sizeof(*r))
+			INVALID("note: wrong size");
+		if (r->pad)
+			INVALID("note: pad non-zero");
+		if (r->what != KPPROF_NOTE_SECCOMP && r->what != KPPROF_NOTE_NO_HEAP)
+			INVALID("note: unknown what");
 		return REC_VALID;
 	}
 	default: /* KPPROF_REC_MMAP */
