@@ -35,8 +35,10 @@
  * Extensible structs follow the copy_struct_from_user() rule: each is
  * versioned by its size, which is encoded in the ioctl number; new members
  * are only ever appended, 64-bit aligned.  The kernel accepts any size
- * from KPPROF_<X>_SIZE_VER0 up to PAGE_SIZE - 1: a shorter struct is
- * zero-extended, a longer one is accepted only if its tail is zero.
+ * from KPPROF_<X>_SIZE_VER0 up to PAGE_SIZE: a shorter struct is
+ * zero-extended, a longer one is accepted only if its tail is zero.  A
+ * size below VER0 is EINVAL, one above PAGE_SIZE E2BIG (as clone3(2) and
+ * openat2(2)).
  * Output structs are copied up to the caller's size, zero-filled.
  *
  * Memory map (offsets in pages of the device file):
@@ -260,7 +262,12 @@ struct kpprof_format_arg {
 
 /* ------------------------------------------------------------ ioctls */
 
-#define KPPROF_IOC_MAGIC	0xB7
+/*
+ * 0xBA: free in Documentation/userspace-api/ioctl/ioctl-number.rst (6.1) and
+ * in the UAPI headers of 6.12 (0xB7 is nsfs's and remoteproc's, 0xB8
+ * Marvell's cn10k DPI's since 6.12).
+ */
+#define KPPROF_IOC_MAGIC	0xBA
 
 #define KPPROF_IOC_GET_INFO	_IOR(KPPROF_IOC_MAGIC, 0x00, struct kpprof_info)
 #define KPPROF_IOC_GET_CONFIG	_IOR(KPPROF_IOC_MAGIC, 0x01, struct kpprof_config)

@@ -230,16 +230,24 @@ static long kpp_ioctl_attach(struct file *file)
 	return ret;
 }
 
-/* Sizes an extensible argument may have: VER0 up to below a page. */
-static bool kpp_usize_ok(size_t usize, size_t ver0)
+/*
+ * Sizes an extensible argument may have: VER0 up to a page.  As clone3()
+ * and openat2(): a size above the page is E2BIG, one below VER0 EINVAL.
+ */
+static int kpp_usize_check(size_t usize, size_t ver0)
 {
-	return usize >= ver0 && usize < PAGE_SIZE;
+	if (usize > PAGE_SIZE)
+		return -E2BIG;
+	if (usize < ver0)
+		return -EINVAL;
+	return 0;
 }
 
 static long kpp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	void __user *uarg = (void __user *)arg;
 	size_t usize = _IOC_SIZE(cmd);
+	int err;
 
 	BUILD_BUG_ON(sizeof(struct kpprof_config) != KPPROF_CONFIG_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct kpprof_info) != KPPROF_INFO_SIZE_VER0);
@@ -262,28 +270,33 @@ static long kpp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	switch (KPP_IOC_BASE(cmd)) {
 	case KPP_IOC_BASE(KPPROF_IOC_GET_INFO):
-		if (!kpp_usize_ok(usize, KPPROF_INFO_SIZE_VER0))
-			return -EINVAL;
+		err = kpp_usize_check(usize, KPPROF_INFO_SIZE_VER0);
+		if (err)
+			return err;
 		return kpp_ioctl_get_info(uarg, usize);
 	case KPP_IOC_BASE(KPPROF_IOC_GET_CONFIG):
-		if (!kpp_usize_ok(usize, KPPROF_CONFIG_SIZE_VER0))
-			return -EINVAL;
+		err = kpp_usize_check(usize, KPPROF_CONFIG_SIZE_VER0);
+		if (err)
+			return err;
 		return kpp_ioctl_get_config(uarg, usize);
 	case KPP_IOC_BASE(KPPROF_IOC_SET_CONFIG):
-		if (!kpp_usize_ok(usize, KPPROF_CONFIG_SIZE_VER0))
-			return -EINVAL;
+		err = kpp_usize_check(usize, KPPROF_CONFIG_SIZE_VER0);
+		if (err)
+			return err;
 		if (!perfmon_capable())
 			return -EPERM;
 		return kpp_ioctl_set_config(uarg, usize);
 	case KPP_IOC_BASE(KPPROF_IOC_GET_STATS):
-		if (!kpp_usize_ok(usize, KPPROF_STATS_SIZE_VER0))
-			return -EINVAL;
+		err = kpp_usize_check(usize, KPPROF_STATS_SIZE_VER0);
+		if (err)
+			return err;
 		if (!perfmon_capable())
 			return -EPERM;
 		return kpp_ioctl_get_stats(uarg, usize);
 	case KPP_IOC_BASE(KPPROF_IOC_GET_FORMAT):
-		if (!kpp_usize_ok(usize, KPPROF_FORMAT_ARG_SIZE_VER0))
-			return -EINVAL;
+		err = kpp_usize_check(usize, KPPROF_FORMAT_ARG_SIZE_VER0);
+		if (err)
+			return err;
 		return kpp_ioctl_get_format(uarg, usize);
 	default:
 		return -ENOTTY;

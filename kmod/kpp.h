@@ -17,6 +17,15 @@
 #include <linux/sizes.h>
 #include <kpprof.h>
 
+/*
+ * The ring's positions and the config page's cycle are u64s that producers,
+ * the consumer and the kernel load and store without a lock: single-copy
+ * atomic only on a 64-bit kernel.
+ */
+#ifndef CONFIG_64BIT
+#error "kpprof needs a 64-bit kernel (CONFIG_64BIT)"
+#endif
+
 /* Bounds of the ring_size module parameter. */
 #define KPP_RING_SIZE_MIN	SZ_64K
 #define KPP_RING_SIZE_MAX	SZ_1G
