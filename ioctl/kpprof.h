@@ -172,6 +172,8 @@ struct kpprof_config_page {
  * @ring_size:       bytes of ring data (a power of two).
  * @max_record_size: largest record write(2) accepts, in bytes.
  * @producer_gid:    group allowed to write records, or -1 for anyone.
+ * @producer_share:  ring bytes the unread records of one uid may take;
+ *                   a record beyond it is dropped (KPPROF_DROP_SHARE).
  * @reserved:        zero.
  */
 struct kpprof_info {
@@ -181,7 +183,8 @@ struct kpprof_info {
 	__u64 ring_size;
 	__u32 max_record_size;
 	__s32 producer_gid;
-	__u64 reserved[4];
+	__u64 producer_share;
+	__u64 reserved[3];
 };
 
 #define KPPROF_INFO_SIZE_VER0	64
@@ -192,6 +195,8 @@ struct kpprof_info {
 enum {
 	KPPROF_DROP_RING_FULL = 0,	/* no room between prod and cons */
 	KPPROF_DROP_DISABLED = 1,	/* the profile's flag is off */
+	/* the writer's uid holds its share (kpprof_info.producer_share) */
+	KPPROF_DROP_SHARE = 2,
 	KPPROF_DROP_REASONS = 4		/* size of the array, room to grow */
 };
 
@@ -289,6 +294,12 @@ struct kpprof_format_arg {
  * number) it fails with ENOTTY instead of writing into that file.
  */
 #define KPPROF_IOC_SUBMIT	_IO(KPPROF_IOC_MAGIC, 0x07)
+/*
+ * The consumer stops being the consumer (close(2) does the same); no
+ * argument.  EINVAL on a file that is not the consumer.  Its mappings stay
+ * but must no longer be used: the next consumer's cons_pos is the same.
+ */
+#define KPPROF_IOC_CONSUMER_DETACH _IO(KPPROF_IOC_MAGIC, 0x08)
 
 /* ------------------------------------------------------------ ring */
 
@@ -451,8 +462,8 @@ struct kpprof_rec_munmap {
 /* Bits of kpprof_rec_comm.reason. */
 #define KPPROF_COMM_START	0	/* the shim initialised in a process */
 #define KPPROF_COMM_FORK	1	/* a forked child */
-#define KPPROF_COMM_EXEC	2	/* the process is about to exec: the
-					 * image that sampled ends here */
+/* the process is about to exec: the image that sampled ends here */
+#define KPPROF_COMM_EXEC	2
 #define KPPROF_COMM_EXIT	3	/* the process is exiting */
 
 /**
@@ -470,11 +481,13 @@ struct kpprof_rec_comm {
 };
 
 /* Values of kpprof_rec_note.what. */
-#define KPPROF_NOTE_SECCOMP	1	/* a seccomp filter is in force: the shim
-					 * stopped emitting; @value: events it
-					 * has not sent since */
-#define KPPROF_NOTE_NO_HEAP	2	/* malloc is not interposed (an allocator
-					 * linked statically): no heap profile */
+/*
+ * A seccomp filter is in force: the shim stopped emitting; @value: events
+ * it has not sent since.
+ */
+#define KPPROF_NOTE_SECCOMP	1
+/* malloc is not interposed (an allocator linked statically): no heap profile */
+#define KPPROF_NOTE_NO_HEAP	2
 
 /**
  * struct kpprof_rec_note - KPPROF_REC_NOTE: a producer reports on itself
