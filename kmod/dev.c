@@ -388,14 +388,8 @@ static __poll_t kpp_poll(struct file *file, struct poll_table_struct *pts)
 		return EPOLLOUT | EPOLLWRNORM;
 
 	poll_wait(file, &rb->waitq, pts);
-	/*
-	 * Order our insertion into the waitqueue before the loads of the
-	 * ring, as sock_poll_wait() does: pairs with the full barriers of a
-	 * commit (xchg(), then wq_has_sleeper()'s smp_mb()), so that either
-	 * we see the committed record or its producer sees us and wakes us.
-	 */
-	smp_mb();
-	if (kpp_ring_readable(rb))
+	/* with the barrier that orders poll_wait() before the ring's loads */
+	if (kpp_ring_poll(rb))
 		return EPOLLIN | EPOLLRDNORM | EPOLLOUT | EPOLLWRNORM;
 	return EPOLLOUT | EPOLLWRNORM;
 }

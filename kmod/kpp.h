@@ -83,6 +83,8 @@ struct kpp_share {
  * @prod_pos:    on the producer page: read-only to user space.
  * @data:        start of the first data mapping.
  * @waitq:       the consumer sleeps here in poll().
+ * @wake_on_commit: the consumer slept on a BUSY entry at cons_pos: the next
+ *               commit wakes it, below the watermark too.
  */
 struct kpp_ring {
 	raw_spinlock_t lock;	/* see @lock above */
@@ -107,6 +109,7 @@ struct kpp_ring {
 	u64 *prod_pos;
 	u8 *data;
 	wait_queue_head_t waitq;
+	bool wake_on_commit;
 };
 
 /*
@@ -171,6 +174,7 @@ int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 		    const struct kpp_stamp *stamp);
 u64 kpp_ring_advance_cycle(struct kpp_ring *rb, u32 reason, bool emit);
 bool kpp_ring_readable(struct kpp_ring *rb);
+bool kpp_ring_poll(struct kpp_ring *rb);
 void kpp_ring_attach(struct kpp_ring *rb);
 void kpp_ring_wake_if_pending(struct kpp_ring *rb);
 int kpp_ring_mmap_consumer(struct kpp_ring *rb, struct vm_area_struct *vma);

@@ -445,14 +445,20 @@ static void kpp_ring_commit(struct kpprof_ring_hdr *hdr)
  * No wake-up is lost: the commit's xchg() and wq_has_sleeper()'s smp_mb()
  * order the BUSY bit's clearing before the look at the waitqueue; kpp_poll()
  * orders its waitqueue insertion before its look at the ring with smp_mb().
- * Either the consumer sees the record, or we see the consumer.
+ * Either the consumer sees the record, or we see the consumer.  And a
+ * consumer that went to sleep because the entry at cons_pos was still BUSY
+ * (woken, say, by a cycle record behind it) is woken by that entry's
+ * commit, whatever the watermark (@wake_on_commit, kpp_ring_poll()).
  */
 static void kpp_ring_notify(struct kpp_ring *rb, bool urgent)
 {
 	if (!wq_has_sleeper(&rb->waitq))
 		return;
-	if (urgent || kpp_ring_unread(rb) >= rb->watermark)
+	if (urgent || READ_ONCE(rb->wake_on_commit) ||
+	    kpp_ring_unread(rb) >= rb->watermark) {
+		WRITE_ONCE(rb->wake_on_commit, false);
 		kpp_ring_wake(rb);
+	}
 }
 
 /**
@@ -581,6 +587,34 @@ bool kpp_ring_readable(struct kpp_ring *rb)
 	hdr = (struct kpprof_ring_hdr *)(rb->data + (cons & rb->mask));
 	/* pairs with xchg() in kpp_ring_commit() */
 	return !(smp_load_acquire(&hdr->len) & KPPROF_RING_BUSY);
+}
+
+/**
+ * kpp_ring_poll - the readable check of poll(), after poll_wait()
+ * @rb: the ring.
+ *
+ * Return: true if the entry at cons_pos is complete.  If it is there but
+ * still BUSY, asks that entry's commit to wake the consumer (see
+ * kpp_ring_notify()): its producer is within its short non-preemptible
+ * window, and what is behind it may be urgent.
+ */
+bool kpp_ring_poll(struct kpp_ring *rb)
+{
+	/*
+	 * Order our insertion into the waitqueue (poll_wait()) before the
+	 * loads of the ring, as sock_poll_wait() does: pairs with the full
+	 * barriers of a commit, xchg() then wq_has_sleeper()'s smp_mb().
+	 */
+	smp_mb();
+	if (kpp_ring_readable(rb))
+		return true;
+	/* empty, as opposed to a BUSY entry at cons_pos */
+	if (READ_ONCE(*rb->cons_pos) == READ_ONCE(rb->prod))
+		return false;
+	WRITE_ONCE(rb->wake_on_commit, true);
+	/* the flag before the second look; pairs with kpp_ring_notify() */
+	smp_mb();
+	return kpp_ring_readable(rb);
 }
 
 /**
