@@ -37,7 +37,7 @@
  *
  * Fairness: the unread records of one uid may take at most
  * kpprof_info.producer_share bytes of the ring (module parameter
- * producer_share, a percentage, default 25); beyond it, that uid's
+ * producer_share, a percentage, default 50); beyond it, that uid's
  * records are dropped (ENOBUFS, KPPROF_DROP_SHARE) while other uids still
  * find room.  A uid's bytes come back as the consumer reads its records.
  *

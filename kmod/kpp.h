@@ -34,6 +34,8 @@
 
 /* Largest record a producer may write: a mapping with the longest path. */
 #define KPP_RECORD_SIZE_MAX	(sizeof(struct kpprof_rec_mmap) + KPPROF_PATH_MAX)
+/* Largest record without a stack (a comm or a note record): 64 bytes. */
+#define KPP_SMALL_RECORD_MAX	64
 /* Largest record with a stack: the size of a kpp_dev.rec_cache buffer. */
 #define KPP_STACK_RECORD_SIZE_MAX					\
 	(sizeof(struct kpprof_rec_contention) + KPPROF_STACK_DEPTH_MAX * sizeof(__u64))

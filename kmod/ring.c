@@ -65,8 +65,10 @@
  * wrote (the data pages are read-only to user space) and stops at a BUSY
  * entry or at a cons_pos that is not on an entry boundary.  @shares has
  * KPP_SHARE_SLOTS slots; a uid that finds them all taken writes
- * unaccounted (its later release finds no slot and is ignored), which a
- * flood can only exploit with that many distinct uids.  The kernel's cycle
+ * unaccounted (its release finds no slot and is ignored, or, if the uid
+ * has a slot by then, lowers it: never below zero, and never by more than
+ * what the uid wrote unaccounted), which a flood can only exploit with
+ * that many distinct uids.  The kernel's cycle
  * records belong to no uid.  A record that cannot fit is dropped before
  * the lock is taken when the ring is full as the consumer sees it, or when
  * its uid is over its share with nothing left to reclaim; only the checks
@@ -204,6 +206,19 @@ static u64 kpp_ring_entry_size(u32 len)
 	return round_up(sizeof(struct kpprof_ring_hdr) + len, 8);
 }
 
+/* Would @total more bytes after @prod overrun the ring read up to @from? */
+static bool kpp_ring_no_room(struct kpp_ring *rb, u64 prod, u64 from, u64 total)
+{
+	return prod + total - from > rb->size;
+}
+
+/* Would @total more bytes take the uid of @sh (NULL: none yet) over its share? */
+static bool kpp_ring_share_full(struct kpp_ring *rb, struct kpp_share *sh,
+				u64 total)
+{
+	return sh && READ_ONCE(sh->bytes) + total > rb->share_max;
+}
+
 /*
  * kpp_ring_share - the slot holding @uid's bytes, or NULL.  Also called
  * without @lock as a hint (the lock-free drop check): each field is read
@@ -227,18 +242,19 @@ static struct kpp_share *kpp_ring_share(struct kpp_ring *rb, u32 uid)
 	return NULL;
 }
 
-/* kpp_ring_share_add - charge @total bytes to @uid; false if over its share */
-static bool kpp_ring_share_add(struct kpp_ring *rb, u32 uid, u64 total)
+/*
+ * kpp_ring_share_add - charge @total bytes to @uid, whose slot @sh is
+ * (NULL: it has none yet), after kpp_ring_fits() said it may
+ */
+static void kpp_ring_share_add(struct kpp_ring *rb, struct kpp_share *sh,
+			       u32 uid, u64 total)
 {
 	unsigned int i, start = hash_32(uid, ilog2(KPP_SHARE_SLOTS));
-	struct kpp_share *sh = kpp_ring_share(rb, uid);
 
 	lockdep_assert_held(&rb->lock);
 	if (sh) {
-		if (sh->bytes + total > rb->share_max)
-			return false;
 		WRITE_ONCE(sh->bytes, sh->bytes + total);
-		return true;
+		return;
 	}
 	/* a new uid: a free slot, or (all taken) unaccounted, see above */
 	for (i = 0; i < KPP_SHARE_SLOTS; i++) {
@@ -247,10 +263,9 @@ static bool kpp_ring_share_add(struct kpp_ring *rb, u32 uid, u64 total)
 			WRITE_ONCE(sh->uid, uid);
 			WRITE_ONCE(sh->bytes, total);
 			WRITE_ONCE(rb->nr_shares, rb->nr_shares + 1);
-			break;
+			return;
 		}
 	}
-	return true;
 }
 
 static void kpp_ring_share_release(struct kpp_ring *rb, u32 uid, u64 total)
@@ -316,16 +331,18 @@ static bool kpp_ring_reclaim(struct kpp_ring *rb, unsigned int budget)
 /*
  * kpp_ring_fits - is there room for @total bytes, within @uid's share
  * unless @uid is NULL (the kernel's own records)?  Releases read entries
- * first, more of them while the answer is no.
+ * first, more of them while the answer is no.  *@shp gets @uid's slot
+ * (NULL if it has none).
  */
-static int kpp_ring_fits(struct kpp_ring *rb, u64 total, const u32 *uid)
+static int kpp_ring_fits(struct kpp_ring *rb, u64 total, const u32 *uid,
+			 struct kpp_share **shp)
 {
 	unsigned int walked = KPP_RECLAIM_BATCH;
 	bool more = kpp_ring_reclaim(rb, KPP_RECLAIM_BATCH);
 	struct kpp_share *sh;
 
 	while (true) {
-		if (rb->prod + total - rb->reclaim > rb->size) {
+		if (kpp_ring_no_room(rb, rb->prod, rb->reclaim, total)) {
 			if (more && walked < KPP_RECLAIM_MAX)
 				goto walk;
 			return KPPROF_DROP_RING_FULL;
@@ -333,7 +350,8 @@ static int kpp_ring_fits(struct kpp_ring *rb, u64 total, const u32 *uid)
 		if (!uid)
 			return -1;
 		sh = kpp_ring_share(rb, *uid);
-		if (!sh || sh->bytes + total <= rb->share_max)
+		*shp = sh;
+		if (!kpp_ring_share_full(rb, sh, total))
 			return -1;
 		if (!more || walked >= KPP_RECLAIM_MAX)
 			return KPPROF_DROP_SHARE;
@@ -359,12 +377,12 @@ static int kpp_ring_drop_early(struct kpp_ring *rb, u64 total, u32 uid)
 	u64 prod = READ_ONCE(rb->prod);
 	struct kpp_share *sh;
 
-	if (prod + total - cons > rb->size)
+	if (kpp_ring_no_room(rb, prod, cons, total))
 		return KPPROF_DROP_RING_FULL;
 	if (READ_ONCE(rb->reclaim) != cons)
 		return -1;
 	sh = kpp_ring_share(rb, uid);
-	if (sh && READ_ONCE(sh->bytes) + total > rb->share_max)
+	if (kpp_ring_share_full(rb, sh, total))
 		return KPPROF_DROP_SHARE;
 	return -1;
 }
@@ -387,6 +405,7 @@ static struct kpprof_ring_hdr *kpp_ring_reserve(struct kpp_ring *rb, u32 len,
 						bool advance)
 {
 	u64 total = kpp_ring_entry_size(len);
+	struct kpp_share *sh = NULL;
 	struct kpprof_ring_hdr *hdr;
 	unsigned long flags;
 	int drop;
@@ -397,14 +416,14 @@ static struct kpprof_ring_hdr *kpp_ring_reserve(struct kpp_ring *rb, u32 len,
 		WRITE_ONCE(rb->cycle, rb->cycle + 1);
 	*cycle = rb->cycle;
 
-	drop = kpp_ring_fits(rb, total, uid);
+	drop = kpp_ring_fits(rb, total, uid, &sh);
 	if (drop >= 0) {
 		raw_spin_unlock_irqrestore(&rb->lock, flags);
 		atomic64_inc(&rb->dropped[drop]);
 		return NULL;
 	}
 	if (uid)
-		kpp_ring_share_add(rb, *uid, total);
+		kpp_ring_share_add(rb, sh, *uid, total);
 
 	prod = rb->prod;
 	hdr = (struct kpprof_ring_hdr *)(rb->data + (prod & rb->mask));

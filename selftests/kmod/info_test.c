@@ -58,8 +58,8 @@ TEST_F(dev, info_fields)
 	EXPECT_LT(info.max_record_size + 8, info.ring_size);
 	/* the test VM loads the module without producer_gid */
 	EXPECT_EQ(-1, info.producer_gid);
-	/* the default producer_share, 25% of the ring */
-	EXPECT_EQ(info.ring_size * 25 / 100, info.producer_share);
+	/* the default producer_share, half the ring */
+	EXPECT_EQ(info.ring_size * 50 / 100, info.producer_share);
 	for (i = 0; i < 3; i++)
 		EXPECT_EQ(0, info.reserved[i]);
 }
