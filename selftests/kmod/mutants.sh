@@ -14,8 +14,8 @@
 # wake-up is lost only when x86's store buffer reorders the waitqueue
 # insertion after the ring's loads, a window of nanoseconds), and the
 # lock-free drop checks (the locked checks decide the same; they only save
-# the lock).  poll_wait_after_check plants the same lost wake-up with a
-# window wide enough to hit.
+# the lock).  poll_wait_after_check plants the same lost wake-up, with the
+# window widened by a busy loop so that a test run can hit it.
 #
 # Not in any list: it builds a module per mutant (minutes).  Run by hand:
 #   selftests/kmod/mutants.sh [NAME...]      (default: all)
@@ -41,7 +41,7 @@ drop_uncounted|kmod/ring.c|ring_full_test|\tif (drop >= 0) {\n\t\tatomic64_inc(&
 cycle_stamped_before_advance|kmod/ring.c|cycle_test|\tif (advance)\n\t\tWRITE_ONCE(rb->cycle, rb->cycle + 1);\n\t*cycle = rb->cycle;|\t*cycle = rb->cycle;\n\tif (advance)\n\t\tWRITE_ONCE(rb->cycle, rb->cycle + 1);
 path_nul_unchecked|kmod/record.c|garbage_test|if (r->path[r->path_len - 1] != '"'"'\0'"'"' \|\||if (0 \|\|
 share_unchecked|kmod/ring.c|fairness_test|return sh && READ_ONCE(sh->bytes) + total > rb->share_max;|return false;
-poll_wait_after_check|kmod/dev.c|wakeup_test|\tpoll_wait(file, &rb->waitq, pts);\n\t/* with the barrier that orders poll_wait() before the ring'"'"'s loads */\n\tif (kpp_ring_poll(rb))\n\t\treturn EPOLLIN \| EPOLLRDNORM \| EPOLLOUT \| EPOLLWRNORM;\n|\tif (kpp_ring_poll(rb))\n\t\treturn EPOLLIN \| EPOLLRDNORM \| EPOLLOUT \| EPOLLWRNORM;\n\tpoll_wait(file, &rb->waitq, pts);\n
+poll_wait_after_check|kmod/dev.c|wakeup_test|\tpoll_wait(file, &rb->waitq, pts);\n\t/* with the barrier that orders poll_wait() before the ring'"'"'s loads */\n\tif (kpp_ring_poll(rb))\n\t\treturn EPOLLIN \| EPOLLRDNORM \| EPOLLOUT \| EPOLLWRNORM;\n|\tif (kpp_ring_poll(rb))\n\t\treturn EPOLLIN \| EPOLLRDNORM \| EPOLLOUT \| EPOLLWRNORM;\n\tfor (int i = 0; i < 20000; i++)\n\t\tcpu_relax();\n\tpoll_wait(file, &rb->waitq, pts);\n
 preemptible_window|kmod/ring.c|preempt_test|\tout->cycle = cycle;\n\tkpp_ring_commit(hdr);|\tout->cycle = cycle;\n\tpreempt_enable();\n\tpreempt_disable();\n\tkpp_ring_commit(hdr);
 ring_copied_on_fork|kmod/ring.c|consumer_test|VM_DONTCOPY \| VM_DONTEXPAND \| VM_DONTDUMP|VM_DONTEXPAND \| VM_DONTDUMP
 ring_mprotect_exec|kmod/ring.c|consumer_test|\tkpp_vm_flags_clear(vma, VM_MAYEXEC);\n}|}

@@ -23,22 +23,19 @@
  * cannot be preempted by any module, and the test says so.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
 #include "consumer_fixture.h"
 #include "rec_build.h"
+#include "preempt_mode.h"
 
 CONSUMER_FIXTURE(ring)
 
-#define PREEMPT_CTL	"/sys/kernel/debug/sched/preempt"
 #define RUN_NS		(5 * 1000 * 1000 * 1000ULL)
 #define SPIN_NS		(1000 * 1000ULL)
 #define MARGIN		100	/* counter steps that prove the busy task ran */
@@ -108,40 +105,6 @@ static void *other_producer(void *arg)
 	return NULL;
 }
 
-/* set_preempt - write @mode to PREEMPT_CTL; the old mode into @old */
-static int set_preempt(const char *mode, char *old, size_t len)
-{
-	char line[128], *lp, *rp;
-	int fd;
-	ssize_t n;
-
-	if (access("/sys/kernel/debug/sched", F_OK))
-		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
-	fd = open(PREEMPT_CTL, O_RDWR);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, line, sizeof(line) - 1);
-	if (n <= 0) {
-		close(fd);
-		return -EIO;
-	}
-	line[n] = '\0';
-	/* "none (voluntary) full": the mode in force is in parentheses */
-	lp = strchr(line, '(');
-	rp = lp ? strchr(lp, ')') : NULL;
-	if (old && lp && rp) {
-		*rp = '\0';
-		snprintf(old, len, "%s", lp + 1);
-	}
-	close(fd);
-	fd = open(PREEMPT_CTL, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, mode, strlen(mode));
-	close(fd);
-	return n < 0 ? -errno : 0;
-}
-
 TEST_F_TIMEOUT(ring, busy_entry_never_spans_a_preemption, 120)
 {
 	struct shared sh = { .e = &self->e };
@@ -150,9 +113,9 @@ TEST_F_TIMEOUT(ring, busy_entry_never_spans_a_preemption, 120)
 	char old[32] = "";
 	int err, i;
 
-	err = set_preempt("full", old, sizeof(old));
+	err = preempt_mode__set("full", old, sizeof(old));
 	if (err)
-		TH_LOG("preemption: cannot switch to full (%s): %s", PREEMPT_CTL, strerror(-err));
+		TH_LOG("preemption: cannot switch to full: %s", strerror(-err));
 	else
 		TH_LOG("preemption: full for the test (was %s)", old);
 	ASSERT_EQ(0, pthread_create(&th[0], NULL, hog, &sh));
@@ -205,7 +168,7 @@ TEST_F_TIMEOUT(ring, busy_entry_never_spans_a_preemption, 120)
 	for (i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
 	if (!err && old[0])
-		set_preempt(old, NULL, 0);
+		preempt_mode__set(old, NULL, 0);
 	TH_LOG("%llu entries read, %llu found BUSY, longest BUSY %llu us; idle producer wrote %llu, other %llu",
 	       (unsigned long long)entries, (unsigned long long)busy_seen,
 	       (unsigned long long)longest_ns / 1000, (unsigned long long)sh.idle_written,

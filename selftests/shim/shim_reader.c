@@ -269,6 +269,7 @@ int main(int argc, char **argv)
 		WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), rb.records,
 		(unsigned long long)(st.accepted - st0.accepted),
 		(unsigned long long)(st.rejected - st0.rejected),
-		(unsigned long long)(st.dropped[KPPROF_DROP_RING_FULL] - st0.dropped[KPPROF_DROP_RING_FULL]));
+		(unsigned long long)(st.dropped[KPPROF_DROP_RING_FULL] - st0.dropped[KPPROF_DROP_RING_FULL] +
+				     st.dropped[KPPROF_DROP_SHARE] - st0.dropped[KPPROF_DROP_SHARE]));
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
