@@ -49,6 +49,7 @@ cons_not_reset|kmod/ring.c|consumer_test|\t\t\tsmp_store_release(rb->cons_pos, r
 cycle_published_plainly|kmod/config.c|consumer_test|\twhile (old < cycle && !try_cmpxchg(&cs->page->cycle, &old, cycle))\n\t\t;|\tWRITE_ONCE(cs->page->cycle, cycle + 0 * old);
 timer_not_stopped|kmod/config.c|consumer_test|\tcs->timer_on = false;\n\tcancel_delayed_work_sync(&cs->cycle_work);|\tcs->timer_on = false;
 permission_at_write|kmod/dev.c|lifecycle_test|\tif (file->private_data != KPP_FILE_PRODUCER) {|\tif (READ_ONCE(kpp_dev.producer_gid) >= 0 && !in_group_p(make_kgid(&init_user_ns, kpp_dev.producer_gid)) && !perfmon_capable()) {
+task_size_max|kmod/record.c|compat_test.sh|pcs[i] >= TASK_SIZE)|pcs[i] >= TASK_SIZE_MAX)
 seq_bumped_once|kmod/config.c|config_test|\tWRITE_ONCE(page->seq, page->seq + 1);\n\t/* pairs with the reader'"'"'s load|\t/* pairs with the reader'"'"'s load
 '
 
