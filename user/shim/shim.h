@@ -206,6 +206,18 @@ void kpp_maps_find_self(void) KPP_HIDDEN;
 /* --------------------------------------------------------- heap & locks */
 
 void kpp_heap_sampled(struct kpp_thread *t, void *p, size_t size) KPP_HIDDEN;
+/*
+ * For entry points outside heap.c (cxx_new.c, alloc_ext.c):
+ * kpp_heap_tick - the countdown expired for @n bytes (n >= countdown):
+ * re-arm, return the rate to sample with or 0 (heap.c's heap_tick).
+ * kpp_heap_forget - a block is being freed: write its FREE record if it
+ * was sampled; true if it is a start-up arena block, never to be freed.
+ */
+uint64_t kpp_heap_tick(struct kpp_thread *t, size_t n) KPP_HIDDEN;
+bool kpp_heap_forget(void *p) KPP_HIDDEN;
+/* kpp_check_interposed - say so if our malloc is not the one the program
+ * calls (alloc_check.c); after init, once. */
+void kpp_check_interposed(void) KPP_HIDDEN;
 void kpp_locks_reset(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- misc */
