@@ -25,7 +25,18 @@ K=5
 tap_plan
 if [ ! -c /dev/kpprof ]; then
 	tap_fail "device present" "/dev/kpprof missing: is kpprof.ko loaded?"
-	tap_done
+	
+# The collector says it: kpprof record on the static program.
+KPPROF_SHIM=$lib "$top/user/kpprof/kpprof" record -o "$tmp/rec" --mem-rate 1 -- \
+	"$d/cxx_alloc_static" >"$tmp/rec.out" 2>"$tmp/rec.err"
+rc=$?
+if [ $rc = 0 ] && grep -q "kpprof: no heap profile for pid [0-9]* (cxx_alloc_stati): malloc is not interposed" "$tmp/rec.err"; then
+	tap_ok "kpprof record: 'no heap profile for pid N' for the static program"
+else
+	tap_fail "kpprof record: 'no heap profile for pid N' for the static program" "rc $rc"
+	tap_diag "$(tail -n 5 "$tmp/rec.err")"
+fi
+tap_done
 fi
 
 AWK_HEX='function h(x,  i, n) { x = tolower(x); sub(/^0x/, "", x); n = 0
@@ -106,4 +117,15 @@ for r in static tcfirst; do
 			"rc $(cat "$tmp/$r.rc"), $notes notes, COMM pid ${pid:-none}, NOTE pid ${npid:-none}"
 	fi
 done
+
+# The collector says it: kpprof record on the static program.
+KPPROF_SHIM=$lib "$top/user/kpprof/kpprof" record -o "$tmp/rec" --mem-rate 1 -- \
+	"$d/cxx_alloc_static" >"$tmp/rec.out" 2>"$tmp/rec.err"
+rc=$?
+if [ $rc = 0 ] && grep -q "kpprof: no heap profile for pid [0-9]* (cxx_alloc_stati): malloc is not interposed" "$tmp/rec.err"; then
+	tap_ok "kpprof record: 'no heap profile for pid N' for the static program"
+else
+	tap_fail "kpprof record: 'no heap profile for pid N' for the static program" "rc $rc"
+	tap_diag "$(tail -n 5 "$tmp/rec.err")"
+fi
 tap_done
