@@ -149,20 +149,24 @@ bool kpp_rand_chance(struct kpp_thread *t, uint64_t num, uint64_t den) KPP_HIDDE
 /* --------------------------------------------------------- sampled set */
 
 /*
- * The addresses of sampled, not yet freed allocations.  A small filter of
- * counters answers "certainly not sampled" with one load and no lock; the
- * table behind it is lock-free (see sampled_set.c for why that is safe).
+ * The addresses of sampled, not yet freed allocations.  A filter of
+ * counters, grown with the number of live samples, answers "certainly not
+ * sampled" with two loads and no lock; the tables behind it are lock-free
+ * (see sampled_set.c for why that is safe).
  */
 int kpp_set_init(void) KPP_HIDDEN;
-extern _Atomic uint8_t kpp_set_filter[] KPP_HIDDEN;
-#define KPP_FILTER_BITS	15
-static inline size_t kpp_set_hash(const void *p)
+/* The filter level in force: its page-aligned address + the index shift. */
+extern _Atomic(uint8_t *) kpp_set_cur KPP_HIDDEN;
+static inline uint64_t kpp_set_hash64(const void *p)
 {
-	return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ULL >> (64 - KPP_FILTER_BITS));
+	return ((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ULL;
 }
 static inline bool kpp_set_maybe(const void *p)
 {
-	return atomic_load_explicit(&kpp_set_filter[kpp_set_hash(p)],
+	uintptr_t v = (uintptr_t)atomic_load_explicit(&kpp_set_cur, memory_order_acquire);
+	const _Atomic uint8_t *c = (const _Atomic uint8_t *)(v & ~(uintptr_t)4095);
+
+	return atomic_load_explicit(&c[kpp_set_hash64(p) >> (v & 4095)],
 				    memory_order_relaxed) != 0;
 }
 bool kpp_set_insert(const void *p, uint64_t size) KPP_HIDDEN;
@@ -171,6 +175,14 @@ bool kpp_set_remove(const void *p, uint64_t *size) KPP_HIDDEN;
 void kpp_set_mark(const void *p) KPP_HIDDEN;
 /* kpp_set_reset - forget every entry (the child after fork). */
 void kpp_set_reset(void) KPP_HIDDEN;
+struct kpp_set_stats {
+	uint64_t live, peak;		/* sampled blocks not yet freed */
+	unsigned int filter_bits;	/* log2 of the filter's counters */
+	unsigned int tables;		/* tables in use */
+	uint64_t filter_grows;
+	uint64_t lost;			/* samples not taken: every table full */
+};
+void kpp_set_stats(struct kpp_set_stats *st) KPP_HIDDEN;
 
 /* --------------------------------------------------------- stacks */
 
