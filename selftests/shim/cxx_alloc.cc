@@ -4,7 +4,9 @@
 // alloc_host_test.sh).  Built three times: on glibc (cxx_alloc), linked
 // with tcmalloc (cxx_alloc_tcmalloc), with jemalloc (cxx_alloc_jemalloc,
 // which also calls mallocx/rallocx/xallocx/sdallocx/dallocx), and with
-// tcmalloc linked in statically (cxx_alloc_static).
+// tcmalloc linked in statically (cxx_alloc_static, built with NO_ALLOCX).
+// Without jemalloc the *allocx calls go to whatever dlsym finds by name:
+// under the shim, its fallbacks.
 //
 // Variant v, round j allocates size(v, j) = 64 * (1000 + 16 v + j) bytes
 // from new_site() (a multiple of 64, so aligned new's rounding in
@@ -20,6 +22,25 @@
 #include <new>
 #ifdef WITH_JEMALLOC
 #include <jemalloc/jemalloc.h>
+#elif !defined(NO_ALLOCX)
+/*
+ * No jemalloc: the *allocx functions are looked up by name, as a program
+ * probing for jemalloc would; under the shim its own (which then fall back
+ * to malloc's family) are found, without it plain malloc/free are used.
+ */
+#define MALLOCX_ALIGN(a)	((int)__builtin_ctzl(a))
+#define MALLOCX_ZERO		0x40
+static void *(*p_mallocx)(size_t, int);
+static void *(*p_rallocx)(void *, size_t, int);
+static size_t (*p_xallocx)(void *, size_t, size_t, int);
+static void (*p_sdallocx)(void *, size_t, int);
+static void (*p_dallocx)(void *, int);
+#define WITH_ALLOCX_BY_NAME
+#define mallocx(n, f)	(p_mallocx ? p_mallocx(n, f) : calloc(1, n))
+#define rallocx(p, n, f) (p_rallocx ? p_rallocx(p, n, f) : realloc(p, n))
+#define xallocx(p, n, e, f) (p_xallocx ? p_xallocx(p, n, e, f) : (size_t)(n))
+#define sdallocx(p, n, f) (p_sdallocx ? p_sdallocx(p, n, f) : free(p))
+#define dallocx(p, f)	(p_dallocx ? p_dallocx(p, f) : free(p))
 #endif
 
 #define NOINLINE __attribute__((noinline, noclone))
@@ -53,7 +74,7 @@ extern "C" NOINLINE void *new_site(int v, size_t n)
 	case NEWA_AL: p = ::operator new[](n, AL); break;
 	case NEW_AL_NT: p = ::operator new(n, AL, std::nothrow); break;
 	case NEWA_AL_NT: p = ::operator new[](n, AL, std::nothrow); break;
-#ifdef WITH_JEMALLOC
+#if defined(WITH_JEMALLOC) || defined(WITH_ALLOCX_BY_NAME)
 	case MALLOCX: p = mallocx(n, 0); break;
 	case MALLOCX_AL: p = mallocx(n, MALLOCX_ALIGN(64) | MALLOCX_ZERO); break;
 	case RALLOCX: {
@@ -90,7 +111,7 @@ static void del_site(int v, int j, void *p, size_t n)
 	case NEWA_AL: if (alt) ::operator delete[](p, AL, std::nothrow); else ::operator delete[](p, AL); break;
 	case NEW_AL_NT: if (alt) ::operator delete(p, AL); else ::operator delete(p, AL, std::nothrow); break;
 	case NEWA_AL_NT: if (alt) ::operator delete[](p, AL, std::nothrow); else ::operator delete[](p, n, AL); break;
-#ifdef WITH_JEMALLOC
+#if defined(WITH_JEMALLOC) || defined(WITH_ALLOCX_BY_NAME)
 	case MALLOCX: {
 		// xallocx first: grown in place or not, the block stays valid
 		size_t r = xallocx(p, n, 0, 0);
@@ -131,8 +152,15 @@ int main()
 {
 	int last = NEWA_AL_NT;
 
-#ifdef WITH_JEMALLOC
+#if defined(WITH_JEMALLOC) || defined(WITH_ALLOCX_BY_NAME)
 	last = RALLOCX;
+#endif
+#ifdef WITH_ALLOCX_BY_NAME
+	p_mallocx = (void *(*)(size_t, int))dlsym(RTLD_DEFAULT, "mallocx");
+	p_rallocx = (void *(*)(void *, size_t, int))dlsym(RTLD_DEFAULT, "rallocx");
+	p_xallocx = (size_t (*)(void *, size_t, size_t, int))dlsym(RTLD_DEFAULT, "xallocx");
+	p_sdallocx = (void (*)(void *, size_t, int))dlsym(RTLD_DEFAULT, "sdallocx");
+	p_dallocx = (void (*)(void *, int))dlsym(RTLD_DEFAULT, "dallocx");
 #endif
 	site("new_site", (void *)new_site);
 	for (int v = 0; v <= last + 1; v++) {
