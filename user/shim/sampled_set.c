@@ -308,6 +308,11 @@ static void filter_maybe_grow(uint64_t live)
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		goto out;
+	/* Huge pages, where the kernel offers them: every free reads a
+	 * random counter of this level, and 4 KiB pages would make most of
+	 * those reads a TLB miss once the level outgrows the TLB's reach. */
+	if (bits >= 21)
+		madvise(m, (size_t)1 << bits, MADV_HUGEPAGE);
 	v = (uint8_t *)m + (64 - bits);
 	atomic_store(&building, v);		/* 1 */
 	count_all(v);				/* 2 */
