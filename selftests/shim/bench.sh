@@ -20,7 +20,11 @@
 #                                                 gperftools HEAPPROFILE), each
 #                                                 against its own baseline
 #   two-thread allocation-heavy workload, sort    wall/CPU at 512 KiB and at rate 1
-# usage: selftests/shim/bench.sh [--quick]
+# (The peers ran on the heavy workload before; the churn loop is their
+# column now.)
+# usage: selftests/shim/bench.sh [--quick] [micro|churn|heavy|sort]...
+#   (sections: default all; bench.list runs them as separate programs, each
+#   within run-test-list's time limit under qemu)
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 d=$top/selftests/shim
@@ -33,14 +37,23 @@ module=0
 N=${KPPROF_BENCH_ITERS:-10000000}
 HEAVY=${KPPROF_BENCH_HEAVY:-400000}
 CHURN=${KPPROF_BENCH_CHURN:-2000000}
+SORTN=1000000
+quick=0
 if [ "${1:-}" = --quick ]; then
+	quick=1
+	shift
+fi
+sections=" ${*:-micro churn heavy sort} "
+want() { [[ $sections == *" $1 "* ]]; }
+if [ $quick = 1 ]; then
 	N=300000 HEAVY=50000 CHURN=200000
 elif [ $module = 1 ]; then
 	# qemu TCG runs ~20x slower: a tenth of the work keeps the whole
 	# run inside run-test-list's 300 s per program.
 	N=${KPPROF_BENCH_ITERS:-1000000}
-	HEAVY=${KPPROF_BENCH_HEAVY:-40000}
+	HEAVY=${KPPROF_BENCH_HEAVY:-20000}
 	CHURN=${KPPROF_BENCH_CHURN:-200000}
+	SORTN=100000
 fi
 abi=$(sed -n 's/^#define KPPROF_ABI_VERSION[[:space:]]*\([0-9]*\).*/\1/p' "$top/ioctl/kpprof.h")
 
@@ -112,6 +125,7 @@ diff_() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f", a - b }'; }
 
 echo "# shim benchmarks ($([ $module = 1 ] && echo "module loaded, records through the ring" || echo "no module: config from a file, records to /dev/null"), $(nproc) CPUs)"
 
+if want micro; then
 for thr in 1 2; do
 	base=$(best5 malloc_free_pair_${thr}thr plain "$w" bench-malloc $thr $N)
 	shim=$(best5 malloc_free_pair_${thr}thr shimmed 524288 "$w" bench-malloc $thr $N)
@@ -148,6 +162,7 @@ if [ $module = 0 ]; then
 	echo "where a sampled event's time goes, at 16 frames (sample_cost, best of 5):"
 	"$d/sample_cost" | sed 's/^/  /'
 fi
+fi
 
 # Whole programs: wall and CPU seconds.  The VM's vCPUs share the host with
 # whatever else runs there, so baseline and shimmed runs are interleaved
@@ -175,6 +190,7 @@ interleave() {
 	done | tr '\n' ' '
 }
 
+if want churn; then
 # The churn loop of issue 8 (2 threads, 16 B..8 KiB, 1024 live each):
 # target <= 1.10x at 512 KiB; sampling off shows interposition alone.
 for key in churn_wall churn_cpu; do
@@ -213,6 +229,9 @@ if [ -n "$tc" ]; then
 	done
 fi
 
+fi
+
+if want heavy; then
 for thr in 1 2; do
 	for key in heavy_wall heavy_cpu; do
 		read -r base def one < <(interleave $key plain "$w" bench-heavy "$HEAVY" $thr -- \
@@ -223,8 +242,11 @@ for thr in 1 2; do
 	done
 done
 
-# A real program: sort of 1M numbers, timed by bash.
-awk 'BEGIN { x = 1; for (i = 0; i < 1000000; i++) { x = (x * 1103515245 + 12345) % 2147483648; print x } }' >"$tmp/in.txt"
+fi
+
+if want sort; then
+# A real program: sort of SORTN numbers, timed by bash.
+awk -v n=$SORTN 'BEGIN { x = 1; for (i = 0; i < n; i++) { x = (x * 1103515245 + 12345) % 2147483648; print x } }' >"$tmp/in.txt"
 sortrun() {
 	TIMEFORMAT='%R %U %S'
 	{ time "$@" sort -n "$tmp/in.txt" >/dev/null 2>&1; } 2>&1 | tail -n 1 |
@@ -232,23 +254,7 @@ sortrun() {
 }
 for key in wall cpu; do
 	read -r base def one < <(interleave $key sortrun plain -- sortrun shimmed 524288 -- sortrun shimmed 1)
-	echo "sort -n of 1M lines, $key: none $base s, shim 512 KiB $def s (x$(ratio "$def" "$base")), shim rate 1 $one s (x$(ratio "$one" "$base"))"
+	echo "sort -n of $SORTN lines, $key: none $base s, shim 512 KiB $def s (x$(ratio "$def" "$base")), shim rate 1 $one s (x$(ratio "$one" "$base"))"
 done
 
-heavy() { "$@" "$w" bench-heavy "$HEAVY"; }
-# Other heap profilers on the same workload, each against its own baseline.
-tc=$(ls /usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 2>/dev/null)
-if [ -n "$tc" ]; then
-	for key in heavy_wall heavy_cpu; do
-		base=$(median3 $key heavy env LD_PRELOAD="$tc")
-		prof=$(median3 $key heavy env LD_PRELOAD="$tc" HEAPPROFILE="$tmp/hp" HEAP_PROFILE_INUSE_INTERVAL=0)
-		echo "gperftools HEAPPROFILE $key: tcmalloc alone $base s, with heap profiler $prof s (x$(ratio "$prof" "$base"))"
-	done
-fi
-if command -v heaptrack >/dev/null; then
-	for key in heavy_wall heavy_cpu; do
-		base=$(median3 $key heavy env)
-		prof=$(median3 $key heavy heaptrack -o "$tmp/ht")
-		echo "heaptrack $key: none $base s, heaptrack $prof s (x$(ratio "$prof" "$base"))"
-	done
 fi

@@ -19,13 +19,13 @@
  *  - OWN: it does not (tcmalloc, jemalloc): the wrapper counts the bytes
  *    against the thread's countdown and samples, as malloc does.
  * The test is a call: the thread's countdown is set to UINT64_MAX around
- * the first call of the next definition; any of our allocation wrappers
- * running underneath decrements it (n >= 1: operator new never asks for 0
- * bytes), so an untouched countdown proves nothing of ours ran.  That
- * first call is accounted here, once, whatever the answer.  A signal
- * handler allocating during that one call could make an OWN allocator look
- * like FORWARDS; it would take a handler that allocates, interrupting the
- * process's very first call of that entry point.
+ * a call of the next definition; any of our allocation wrappers running
+ * underneath decrements it (n >= 1: operator new never asks for 0 bytes),
+ * so an untouched countdown proves nothing of ours ran.  A probing call is
+ * accounted here, once, whatever the answer.  One untouched countdown
+ * decides OWN; FORWARDS takes PROBES (8) calls that all touched it, since
+ * an allocator may call malloc once while it initialises itself on its
+ * first operator new, and a signal handler may allocate during a call.
  *
  * The deletes always look the pointer up in the sampled set (one filter
  * load) before forwarding: a FORWARDS allocator's delete reaches our free,
@@ -73,7 +73,9 @@ static const char *const names[NR_FNS] = {
 	[DELA_SZ_AL] = "_ZdaPvmSt11align_val_t",
 };
 
-enum { UNKNOWN, FORWARDS, OWN };
+/* mode[]: 0 .. PROBES - 1 while probing (calls seen reaching our malloc) */
+#define PROBES	8
+enum { FORWARDS = 100, OWN };
 
 static void *_Atomic next[NR_FNS];
 static _Atomic unsigned char mode[NR_FNS];
@@ -120,6 +122,30 @@ static void probe_unwind(struct probe *pr)
 		pr->t->countdown = pr->saved;
 		pr->t = NULL;
 	}
+}
+
+/*
+ * probed - one probing call of entry point @idx did (@ours) or did not
+ * reach one of our allocation wrappers.  Once not: OWN for good.
+ * FORWARDS only after PROBES calls that all did, so that an allocator
+ * whose first operator new happens to call malloc while it initialises
+ * itself (or a signal handler that allocates during the call) is not
+ * taken for one that allocates through malloc.
+ */
+static void probed(int idx, bool ours)
+{
+	unsigned char m = atomic_load_explicit(&mode[idx], memory_order_relaxed);
+
+	if (!ours) {
+		atomic_store_explicit(&mode[idx], OWN, memory_order_relaxed);
+		return;
+	}
+	while (m < PROBES &&
+	       !atomic_compare_exchange_weak_explicit(&mode[idx], &m,
+						      m + 1 == PROBES ? FORWARDS : m + 1,
+						      memory_order_relaxed,
+						      memory_order_relaxed))
+		;
 }
 
 /* Account @n bytes for an allocation that returned @p: sample or not. */
@@ -190,8 +216,7 @@ void *sym PARAMS								\
 		p = fn ARGS;							\
 		ours = t->countdown != UINT64_MAX;				\
 		probe_unwind(&pr);						\
-		atomic_store_explicit(&mode[idx], ours ? FORWARDS : OWN,	\
-				      memory_order_relaxed);			\
+		probed(idx, ours);						\
 	}									\
 	account(t, p, n);							\
 	return p;								\
