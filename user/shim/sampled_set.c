@@ -2,7 +2,7 @@
 /*
  * The set of sampled, live allocations: address -> size asked for.
  *
- *   free(p) ──► filter[h(p) >> shift] == 0 ? ──yes──► real free
+ *   free(p) ──► filter[index(p)] == 0 ? ──yes──► real free
  *                    │ no                       (two loads, no lock)
  *                    ▼
  *               tables, newest first: buckets h2(p) .. h2(p)+PROBE-1
@@ -15,7 +15,11 @@
  * counters (from 64 Ki counters, static, to 64 Mi, mmap'ed with
  * MAP_NORESERVE), so at most about 1.6% of unsampled frees take the slow
  * path (the fixed 32 KiB filter before saturated: every free was slow
- * from about 100K live samples).  Readers find the filter in force in one
+ * from about 100K live samples).  The index keeps the heap's locality
+ * (kpp_set_index in shim.h): neighbouring blocks have neighbouring
+ * counters, so a program's frees touch few cache lines and pages of even
+ * the largest level, and never share a counter with a live neighbour;
+ * large levels also sit on huge pages.  Readers find the filter in force in one
  * word, kpp_set_cur: its address (page aligned) plus the shift that turns
  * the 64-bit hash into an index in its low bits, so the pair is read
  * atomically.
@@ -99,7 +103,7 @@ static inline _Atomic uint8_t *level_cell(uint8_t *v, const void *p)
 {
 	_Atomic uint8_t *c = (_Atomic uint8_t *)((uintptr_t)v & ~(uintptr_t)4095);
 
-	return &c[kpp_set_hash64(p) >> ((uintptr_t)v & 4095)];
+	return &c[kpp_set_index(p, (uintptr_t)v)];
 }
 
 static void cell_inc(_Atomic uint8_t *c)

@@ -157,17 +157,29 @@ bool kpp_rand_chance(struct kpp_thread *t, uint64_t num, uint64_t den) KPP_HIDDE
 int kpp_set_init(void) KPP_HIDDEN;
 /* The filter level in force: its page-aligned address + the index shift. */
 extern _Atomic(uint8_t *) kpp_set_cur KPP_HIDDEN;
-static inline uint64_t kpp_set_hash64(const void *p)
+/*
+ * kpp_set_index - @p's counter in the level encoded as @v (its address,
+ * low 12 bits: s = 64 - log2(counters)).  Consecutive 16-byte granules get
+ * consecutive counters, so the frees of a neighbourhood of the heap read
+ * a few cache lines, and two live blocks never share a counter unless
+ * they lie a whole level's span (2^bits granules) apart; each span gets a
+ * pseudo-random offset, so spans that repeat one layout (per-thread
+ * arenas, 64 MiB aligned) do not line their blocks up either.
+ */
+static inline size_t kpp_set_index(const void *p, uintptr_t v)
 {
-	return ((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ULL;
+	unsigned int s = (unsigned int)(v & 4095);
+	uintptr_t a = (uintptr_t)p;
+
+	return (size_t)(((a >> 4) + (a >> (68 - s)) * 0x9E3779B97F4A7C15ULL) &
+			(~(uint64_t)0 >> s));
 }
 static inline bool kpp_set_maybe(const void *p)
 {
 	uintptr_t v = (uintptr_t)atomic_load_explicit(&kpp_set_cur, memory_order_acquire);
 	const _Atomic uint8_t *c = (const _Atomic uint8_t *)(v & ~(uintptr_t)4095);
 
-	return atomic_load_explicit(&c[kpp_set_hash64(p) >> (v & 4095)],
-				    memory_order_relaxed) != 0;
+	return atomic_load_explicit(&c[kpp_set_index(p, v)], memory_order_relaxed) != 0;
 }
 bool kpp_set_insert(const void *p, uint64_t size) KPP_HIDDEN;
 bool kpp_set_remove(const void *p, uint64_t *size) KPP_HIDDEN;
