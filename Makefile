@@ -10,6 +10,7 @@
 #   style    checkpatch --strict on kmod/ and ioctl/
 #   sparse   the module under sparse (C=2) and W=1
 #   clean
+#   install, uninstall, deb   see mk/install.mk
 
 # The kernel whose headers we build against: Debian's packaged one, taken
 # from the package, never from uname -r (the host may run another kernel).
@@ -70,3 +71,6 @@ clean:
 	@rm -rf build
 
 .PHONY: all deps module module-debug user check bench demo style sparse clean
+
+# install, uninstall, deb: mk/install.mk
+include mk/install.mk
