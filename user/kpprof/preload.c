@@ -279,11 +279,14 @@ static bool entry_matches(const char *entry, size_t len, const char *shim)
 
 /*
  * Copy @in to @out without the entries that match; a line that held only
- * removed entries (and separators) goes away with its newline.  Returns the
- * number of entries removed.
+ * removed entries (and separators) goes away with its newline, or, as the
+ * last line without one, with the newline before it (enable adds one there
+ * to a file that does not end in a newline).  Returns the number of entries
+ * removed.
  */
 static int remove_entries(const char *in, char *out, const char *shim)
 {
+	char *start = out;
 	int removed = 0;
 
 	while (*in) {
@@ -319,6 +322,8 @@ static int remove_entries(const char *in, char *out, const char *shim)
 		out += end - stop;
 		if (dropped && !kept && !comment) {
 			out = line;		/* nothing left on this line */
+			if (!eol && out > start && out[-1] == '\n')
+				out--;
 		} else if (eol) {
 			*out++ = '\n';
 		}
@@ -500,11 +505,15 @@ int enable_main(int argc, char *argv[])
 	text = malloc(strlen(old) + strlen(shim) + 3);
 	if (!text)
 		goto out_old;
+	/* After a last line without a newline: "\nSHIM", which disable undoes. */
 	strcpy(text, old);
-	if (*text && text[strlen(text) - 1] != '\n')
+	if (*text && text[strlen(text) - 1] != '\n') {
 		strcat(text, "\n");
-	strcat(text, shim);
-	strcat(text, "\n");
+		strcat(text, shim);
+	} else {
+		strcat(text, shim);
+		strcat(text, "\n");
+	}
 	if (o.dry_run) {
 		fputs(text, stdout);
 		ret = 0;
