@@ -16,6 +16,7 @@
 #   style    checkpatch --strict on kmod/ and ioctl/
 #   sparse   the module under sparse (C=2) and W=1
 #   clean
+#   install, uninstall, deb   see mk/install.mk
 
 # The kernel whose headers we build against: Debian's packaged one, taken
 # from the package, never from uname -r (the host may run another kernel).
@@ -103,3 +104,6 @@ clean:
 
 .PHONY: all deps module module-debug module-matrix debug-kernel module-debug-kernel module-in \
 	user check check-debug bench demo style sparse clean
+
+# install, uninstall, deb: mk/install.mk
+include mk/install.mk
