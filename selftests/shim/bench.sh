@@ -66,7 +66,7 @@ shimmed() {
 mkcfg() {
 	/usr/bin/python3 -c 'import struct, sys
 m, b, x = (int(a) for a in sys.argv[1:4])
-page = struct.pack("<IIQQQIIII16x", 2, 1, 0, m, b, x, 64, 0, 7)
+page = struct.pack("<IIQQQIIII16x", 2, 2, 0, m, b, x, 64, 0, 7)
 sys.stdout.buffer.write(page.ljust(4096, b"\0"))' "$1" "$2" "$3"
 }
 

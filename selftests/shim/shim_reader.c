@@ -20,10 +20,16 @@
  *   MMAP    tgid tid 0 start end offset build_id_len path
  *   MUNMAP  tgid tid 0 start end
  *   COMM    tgid tid 0 reason
+ *   NOTE    tgid tid 0 what value
  *   CYCLE   ...
  *
  * Then on stderr: "shim_reader: status S records N accepted A rejected R
  * dropped D", the module's statistics counted from attach to the end.  Exit status: CMD's.
+ *
+ *   shim_reader --decode FILE
+ *
+ * prints the records a shim appended to FILE (KPPROF_TEST_SINK, host tests
+ * without the module) in the same format; tgid and tid are 0 there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +53,7 @@ static const char *const kinds[] = {
 	[KPPROF_REC_BLOCK] = "BLOCK", [KPPROF_REC_MUTEX] = "MUTEX",
 	[KPPROF_REC_MMAP] = "MMAP", [KPPROF_REC_MUNMAP] = "MUNMAP",
 	[KPPROF_REC_COMM] = "COMM", [KPPROF_REC_CYCLE] = "CYCLE",
+	[KPPROF_REC_NOTE] = "NOTE",
 };
 
 struct ring {
@@ -120,6 +127,12 @@ static void print_record(FILE *out, const unsigned char *p, __u32 len)
 		fprintf(out, " %u %u %.16s", r->reason, r->ppid, r->comm);
 		break;
 	}
+	case KPPROF_REC_NOTE: {
+		const struct kpprof_rec_note *r = (const void *)p;
+
+		fprintf(out, " %u %llu", r->what, (unsigned long long)r->value);
+		break;
+	}
 	default:
 		break;
 	}
@@ -144,6 +157,31 @@ static void drain(struct ring *rb, FILE *out)
 		cons += sizeof(*h) + (((len & KPPROF_RING_LEN_MASK) + 7) & ~7U);
 	}
 	__atomic_store_n(rb->cons, cons, __ATOMIC_RELEASE);
+}
+
+/* --decode: a file of back-to-back records, as the test sink holds them. */
+static int decode(const char *path)
+{
+	static unsigned char buf[1 << 16];
+	FILE *f = fopen(path, "r");
+	struct kpprof_record h;
+
+	if (!f)
+		die(path);
+	while (fread(&h, sizeof(h), 1, f) == 1) {
+		if (h.size < sizeof(h) || h.size > sizeof(buf)) {
+			fprintf(stderr, "shim_reader: %s: bad record size %u\n", path, h.size);
+			return 1;
+		}
+		memcpy(buf, &h, sizeof(h));
+		if (fread(buf + sizeof(h), h.size - sizeof(h), 1, f) != 1 && h.size > sizeof(h)) {
+			fprintf(stderr, "shim_reader: %s: truncated record\n", path);
+			return 1;
+		}
+		print_record(stdout, buf, h.size);
+	}
+	fclose(f);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -172,6 +210,8 @@ int main(int argc, char **argv)
 	pid_t pid;
 	int c, status = 0;
 
+	if (argc == 3 && !strcmp(argv[1], "--decode"))
+		return decode(argv[2]);
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm': mem = strtoull(optarg, NULL, 0); break;

@@ -1,58 +1,91 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Building and writing records: exactly one write(2) per record, laid out
- * as ioctl/kpprof.h says, kernel-owned header fields zero, size a multiple
- * of 8.  A full ring (ENOBUFS) is counted and forgotten: never retried,
- * never waited for.  errno is preserved, since the program may look at it
- * after a malloc that succeeded.
+ * Building and submitting records: exactly one syscall per record,
+ * ioctl(fd, KPPROF_IOC_SUBMIT, rec), laid out as ioctl/kpprof.h says,
+ * kernel-owned header fields zero, size a multiple of 8.  A full ring
+ * (ENOBUFS) is counted and forgotten: never retried, never waited for.
+ * errno is preserved, since the program may look at it after a malloc
+ * that succeeded.
  *
- * Before each write the fd is checked (fstat) to still be /dev/kpprof: a
- * program that closes descriptors it does not know (daemons do) and opens
- * a file that reuses the number must never receive our bytes.  The check
- * costs one syscall per record, which are rare (sampled) events.
+ * Why an ioctl and not write(2): a program that closes descriptors it does
+ * not know (daemons do) or dup2()s onto ours may put one of its own files
+ * at our number.  An ioctl number means nothing to any other file (ENOTTY;
+ * EBADF if the number is closed), so a record can never land in the
+ * program's file, and no fstat is needed first.  On either error the shim
+ * stops for good (KPP_STOP_FD): it cannot know what the number is now.
+ *
+ * KPPROF_TEST_CONFIG (tests and benchmarks without the module) writes the
+ * record with write(2) to its sink instead: that mode is for test
+ * machines, and has no such protection.
+ *
+ * Stopped (kpp.stopped: foreign fd, seccomp) nothing is submitted; the
+ * record is counted in kpp.unsent.  kpp.emitters lets seccomp.c wait for
+ * threads that passed the check before it set the flag.
  */
 #include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include "shim.h"
 
-static bool fd_is_ours(void)
+int kpp_submit(const void *rec, size_t size)
 {
-	struct stat st;
+	ssize_t n;
+	int r;
 
-	if (kpp.fd < 0 || fstat(kpp.fd, &st))
-		return false;
-	return S_ISCHR(st.st_mode) && st.st_rdev == kpp.rdev && st.st_ino == kpp.ino;
+	if (unlikely(kpp.test_sink)) {
+		do
+			n = write(kpp.fd, rec, size);
+		while (n < 0 && errno == EINTR);
+		if (n == (ssize_t)size)
+			return 0;
+		if (n >= 0)
+			errno = EIO;
+		return -1;
+	}
+	do
+		r = ioctl(kpp.fd, KPPROF_IOC_SUBMIT, rec);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -1 : 0;
 }
 
 void kpp_emit(const void *rec, size_t size)
 {
+	struct kpp_thread *t = &kpp_thread;
 	int saved = errno;
-	ssize_t n;
 
-	if (!fd_is_ours()) {
-		if (kpp.fd >= 0) {
-			kpp_debug("/dev/kpprof fd %d was closed by the program; stopping", kpp.fd);
-			kpp.fd = -1;
-		}
-		errno = saved;
+	if (unlikely(atomic_load_explicit(&kpp.stopped, memory_order_relaxed))) {
+		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
 		return;
 	}
-	do
-		n = write(kpp.fd, rec, size);
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)size) {
+	/* Pairs with seccomp.c: announce, then check the flag (seq_cst). */
+	atomic_fetch_add(&kpp.emitters, 1);
+	t->emitting++;
+	if (unlikely(atomic_load(&kpp.stopped)) ||
+	    (unlikely(!atomic_load_explicit(&kpp.seccomp_checked, memory_order_relaxed)) &&
+	     kpp_seccomp_inherited())) {
+		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
+		goto out;
+	}
+	if (!kpp_submit(rec, size)) {
 		atomic_fetch_add_explicit(&kpp.writes_ok, 1, memory_order_relaxed);
-	} else if (n < 0 && errno == ENOBUFS) {
+	} else if (errno == ENOBUFS) {
 		atomic_fetch_add_explicit(&kpp.writes_dropped, 1, memory_order_relaxed);
+	} else if (errno == ENOTTY || errno == EBADF) {
+		if (!atomic_exchange(&kpp.stopped, KPP_STOP_FD))
+			kpp_debug("fd %d is no longer /dev/kpprof (the program closed or reused it): stopping",
+				  kpp.fd);
+		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
 	} else {
 		if (atomic_fetch_add_explicit(&kpp.writes_failed, 1,
 					      memory_order_relaxed) == 0)
 			kpp_debug("record kind %u size %zu refused: %s",
 				  ((const struct kpprof_record *)rec)->kind, size,
-				  n < 0 ? strerror(errno) : "short write");
+				  strerror(errno));
 	}
+out:
+	t->emitting--;
+	atomic_fetch_sub(&kpp.emitters, 1);
 	errno = saved;
 }
 

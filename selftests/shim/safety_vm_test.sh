@@ -1,0 +1,77 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The shim's safety cases against the real module (run in the VM, kpprof.ko
+# loaded): records go through KPPROF_IOC_SUBMIT, so a regular file put on
+# the shim's descriptor number gets nothing, even while the number is
+# swapped under a sampling thread; a seccomp allowlist without ioctl does
+# not kill the program, and the module accepts the shim's NOTE before the
+# filter goes in; exec ends the image with COMM EXEC.
+# usage: selftests/shim/safety_vm_test.sh [SHIM.so]
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/selftests/lib/tap.sh"
+d=$top/selftests/shim
+lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
+tmp=$(mktemp -d /tmp/shim-safety-vm.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+tap_plan
+if [ ! -c /dev/kpprof ]; then
+	tap_fail "device present" "/dev/kpprof missing: is kpprof.ko loaded?"
+	tap_done
+fi
+
+# run NAME READER_OPTS... -- CMD...: dump in $tmp/NAME.dump.
+run() {
+	local name=$1
+	shift
+	"$d/shim_reader" --preload "$lib" --dump "$tmp/$name.dump" "$@" \
+		>"$tmp/$name.out" 2>"$tmp/$name.err"
+	echo $? >"$tmp/$name.rc"
+}
+
+count() {	# count NAME AWK-CONDITION
+	awk "$2 { n++ } END { print n + 0 }" "$tmp/$1.dump"
+}
+
+check() {	# check NAME WHAT EXPR
+	if (( $3 )); then
+		tap_ok "$1: $2"
+	else
+		tap_fail "$1: $2" "($3) is false"
+		tap_diag "$(tail -n 3 "$tmp/$1.err")"
+		tap_diag "$(head -c 600 "$tmp/$1.out")"
+	fi
+}
+
+rejected() {	# rejected NAME: records the module refused
+	local r
+	r=$(sed -n 's/.* rejected \([0-9]*\) .*/\1/p' "$tmp/$1.err" | tail -n 1)
+	echo "${r:-1}"
+}
+
+run dup2 --mem-rate 4096 -- "$d/safety_workload" dup2
+check dup2 "a file dup2()ed on the shim's number gets no byte" \
+	"$(cat "$tmp/dup2.rc") == 0 && $(grep -c '^ok dup2 (0 bytes' "$tmp/dup2.out") == 1"
+
+run dup2race --mem-rate 4096 -- "$d/safety_workload" dup2race 1500
+check dup2race "a file swapped in and out of the number gets no byte" \
+	"$(cat "$tmp/dup2race.rc") == 0 && $(grep -c '^ok dup2race (0 bytes' "$tmp/dup2race.out") == 1"
+
+for s in seccomp-prctl seccomp-syscall seccomp-exec; do
+	run $s --mem-rate 4096 -- "$d/safety_workload" $s
+	check $s "survives a filter without ioctl; NOTE SECCOMP accepted; nothing after" \
+		"$(cat "$tmp/$s.rc") == 0 && $(count $s '$1 == "NOTE" && $5 == 1') == 1 && $(awk '$1 == "NOTE" { f = 1; next } f && $1 != "CYCLE" { n++ } END { print n + 0 }' "$tmp/$s.dump") == 0 && $(rejected $s) == 0"
+done
+
+run exec --mem-rate 1 -- "$d/safety_workload" exec
+check exec "COMM START EXEC START (failed exec) EXEC START EXIT, one pid" \
+	"$(cat "$tmp/exec.rc") == 0 && $(awk '$1 == "COMM" { s = s $5; p[$2] = 1 } END { print (s == "020203" && length(p) == 1) }' "$tmp/exec.dump") == 1 && $(rejected exec) == 0"
+
+run lockfirst --mem-rate 65536 -- "$d/safety_workload" lockfirst 2000
+n=$(count lockfirst '$1 == "ALLOC" && $6 == 4096')
+# p = 1 - exp(-1/16): 121 +- 10.7 expected, 5 sd
+check lockfirst "lock-first threads: $n of 2000 sampled, 121 expected" \
+	"$(cat "$tmp/lockfirst.rc") == 0 && $n >= 68 && $n <= 175 && $(rejected lockfirst) == 0"
+
+tap_done
