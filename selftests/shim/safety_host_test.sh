@@ -161,6 +161,21 @@ for lib in "$@"; do
 	check "$b: fork from a signal handler: $bad of $done_kids finished processes miscounted" \
 		"$done_kids >= 50 && $bad == 0" "$(grep 'in sampling paths [^0]' "$tmp/err" | head -3)"
 
+	# Stack: a sample in a signal handler on a sigaltstack adds at most
+	# 6 KiB (libunwind) / 1 KiB (fp) to what the handler uses without the
+	# shim (was 6.8 / 1.7 KiB: record and unwind buffers on the stack),
+	# and survives on an altstack of that size (rounded up to a page).
+	cfg 1 0 0
+	base=$("$d/safety_workload" altstack 65536 2>&1 | sed -n 's/^STACK used \([0-9]*\).*/\1/p')
+	for u in libunwind:6144 fp:1024; do
+		KPPROF_UNWIND=${u%:*} run "$lib" altstack 65536
+		used=$(sed -n 's/^STACK used \([0-9]*\).*/\1/p' "$tmp/err")
+		size=$(( (base + ${u#*:} + 4095) / 4096 * 4096 ))
+		KPPROF_UNWIND=${u%:*} run "$lib" altstack $size
+		check "$b: ${u%:*} sample on a sigaltstack adds $((used - base)) bytes (at most ${u#*:}); survives on $size" \
+			"${used:-999999} - ${base:-0} <= ${u#*:} && $(cat "$tmp/rc") == 0"
+	done
+
 	# exec: the image that sampled ends with COMM EXEC; a failed exec
 	# starts a fresh one (START), the real one too, which ends with EXIT.
 	run "$lib" exec

@@ -64,6 +64,24 @@ for s in seccomp-prctl seccomp-syscall seccomp-exec; do
 		"$(cat "$tmp/$s.rc") == 0 && $(count $s '$1 == "NOTE" && $5 == 1') == 1 && $(awk '$1 == "NOTE" { f = 1; next } f && $1 != "CYCLE" { n++ } END { print n + 0 }' "$tmp/$s.dump") == 0 && $(rejected $s) == 0"
 done
 
+# The collector names the process that went quiet, on stderr and in the
+# profiles' comments (read back by an independent reader).
+kp=$top/user/kpprof/kpprof
+if [ -x "$kp" ]; then
+	mkdir -p "$tmp/rec"
+	KPPROF_SHIM=$lib "$kp" record -o "$tmp/rec" --mem-rate 4096 -- \
+		"$d/safety_workload" seccomp-prctl >"$tmp/rec.out" 2>"$tmp/rec.err"
+	echo $? >"$tmp/rec.rc"
+	msg='pid [0-9]*: seccomp filter installed, heap/lock sampling stopped ([0-9]* events not recorded)'
+	check rec "kpprof record says which pid stopped, in its warning and the profile comment" \
+		"$(cat "$tmp/rec.rc") == 0 && $(grep -c "$msg" "$tmp/rec.err") == 1 && $(go tool pprof -comments "$tmp/rec/heap.pb.gz" 2>/dev/null | grep -c "$msg") == 1"
+	go tool pprof -symbolize=none -raw "$tmp/rec/heap.pb.gz" >/dev/null 2>&1 &&
+		tap_ok "rec: heap profile passes go tool pprof -raw" ||
+		tap_fail "rec: heap profile passes go tool pprof -raw"
+else
+	tap_skip "rec: collector reports the seccomp stop" "user/kpprof/kpprof not built"
+fi
+
 run exec --mem-rate 1 -- "$d/safety_workload" exec
 check exec "COMM START EXEC START (failed exec) EXEC START EXIT, one pid" \
 	"$(cat "$tmp/exec.rc") == 0 && $(awk '$1 == "COMM" { s = s $5; p[$2] = 1 } END { print (s == "020203" && length(p) == 1) }' "$tmp/exec.dump") == 1 && $(rejected exec) == 0"

@@ -107,25 +107,40 @@ void kpp_emit_comm(__u32 reason)
 	kpp_emit(&r, sizeof(r));
 }
 
-bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,
-		    uint64_t rate)
-{
+/*
+ * The records with a stack are built in per-thread storage, not on the
+ * caller's stack: a sample may run on a small sigaltstack or a coroutine's
+ * stack, where 1 KiB more can be an overflow.  One buffer per thread is
+ * enough: these run inside kpp_sample_begin(), whose guard keeps a signal
+ * handler on the same thread from sampling meanwhile.
+ */
+static KPP_TLS union {
 	struct {
 		struct kpprof_rec_alloc r;
 		__u64 pcs[KPPROF_STACK_DEPTH_MAX];
-	} b;
-	unsigned int n = kpp_stack(t, b.r.pcs, t->max_depth);
+	} alloc;
+	struct {
+		struct kpprof_rec_contention r;
+		__u64 pcs[KPPROF_STACK_DEPTH_MAX];
+	} cont;
+} rec_buf;
+
+bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,
+		    uint64_t rate)
+{
+	__typeof__(rec_buf.alloc) *b = &rec_buf.alloc;
+	unsigned int n = kpp_stack(t, b->r.pcs, t->max_depth);
 	size_t size;
 
 	if (!n)
 		return false;	/* a record needs at least one frame */
 	kpp_maps_sync();
-	size = sizeof(b.r) + n * sizeof(__u64);
-	header(&b.r.hdr, KPPROF_REC_ALLOC, (__u16)n, size);
-	b.r.addr = (uintptr_t)addr;
-	b.r.bytes = bytes;
-	b.r.rate = rate;
-	kpp_emit(&b, size);
+	size = sizeof(b->r) + n * sizeof(__u64);
+	header(&b->r.hdr, KPPROF_REC_ALLOC, (__u16)n, size);
+	b->r.addr = (uintptr_t)addr;
+	b->r.bytes = bytes;
+	b->r.rate = rate;
+	kpp_emit(b, size);
 	return true;
 }
 
@@ -142,20 +157,17 @@ void kpp_emit_free(const void *addr, uint64_t bytes)
 void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
 			 uint64_t delay_ns, uint64_t rate)
 {
-	struct {
-		struct kpprof_rec_contention r;
-		__u64 pcs[KPPROF_STACK_DEPTH_MAX];
-	} b;
-	unsigned int n = kpp_stack(t, b.r.pcs, t->max_depth);
+	__typeof__(rec_buf.cont) *b = &rec_buf.cont;
+	unsigned int n = kpp_stack(t, b->r.pcs, t->max_depth);
 	size_t size;
 
 	if (!n)
 		return;
 	kpp_maps_sync();
-	size = sizeof(b.r) + n * sizeof(__u64);
-	header(&b.r.hdr, kind, (__u16)n, size);
-	b.r.delay_ns = delay_ns ? delay_ns : 1;
-	b.r.rate = rate;
-	b.r.lock = (uintptr_t)lock;
-	kpp_emit(&b, size);
+	size = sizeof(b->r) + n * sizeof(__u64);
+	header(&b->r.hdr, kind, (__u16)n, size);
+	b->r.delay_ns = delay_ns ? delay_ns : 1;
+	b->r.rate = rate;
+	b->r.lock = (uintptr_t)lock;
+	kpp_emit(b, size);
 }
