@@ -86,6 +86,16 @@ run exec --mem-rate 1 -- "$d/safety_workload" exec
 check exec "COMM START EXEC START (failed exec) EXEC START EXIT, one pid" \
 	"$(cat "$tmp/exec.rc") == 0 && $(awk '$1 == "COMM" { s = s $5; p[$2] = 1 } END { print (s == "020203" && length(p) == 1) }' "$tmp/exec.dump") == 1 && $(rejected exec) == 0"
 
+# A FREE refused by a full ring is submitted again before a later record
+# (the block is held until then): the collector sees the block freed.
+KPPROF_UNWIND=fp run fullring --mem-rate 1 --depth 1 --stall-ms 10000 -- \
+	"$d/safety_workload" fullring 60000 12000
+a=$(sed -n 's/^ADDR target //p' "$tmp/fullring.err")
+dropped=$(sed -n 's/.* dropped \([0-9]*\)$/\1/p' "$tmp/fullring.err" | tail -n 1)
+freed=$(sed -n 's/^FREED after \([0-9]*\) ms/\1/p' "$tmp/fullring.err")
+check fullring "the ring filled ($dropped dropped, block freed at ${freed} ms of the 10000 ms stall); its ALLOC and FREE both arrived" \
+	"$(cat "$tmp/fullring.rc") == 0 && ${dropped:-0} > 0 && ${freed:-99999} < 8500 && $(count fullring "\$1 == \"ALLOC\" && \$5 == \"$a\" && \$6 == 4000") == 1 && $(count fullring "\$1 == \"FREE\" && \$5 == \"$a\" && \$6 == 4000") == 1"
+
 run lockfirst --mem-rate 65536 -- "$d/safety_workload" lockfirst 2000
 n=$(count lockfirst '$1 == "ALLOC" && $6 == 4096')
 # p = 1 - exp(-1/16): 121 +- 10.7 expected, 5 sd

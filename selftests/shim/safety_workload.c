@@ -30,6 +30,9 @@
  *   dup2race MS      swap a regular file and the device on that number
  *                    for MS ms while two threads sample; the file must
  *                    stay empty
+ *   fullring N MS    sample a block, N more allocations (the ring fills:
+ *                    run under shim_reader --stall-ms), free the block,
+ *                    wait MS ms, allocate once more
  *   realloc-fail     a failed realloc of a sampled block
  *   forksig N        N forks from a SIGALRM handler while the main thread
  *                    samples every allocation; children exit(0) later
@@ -503,6 +506,31 @@ static int do_dup2race(int ms)
 	return st.st_size != 0;
 }
 
+/*
+ * fullring: the reader reads nothing for a while (shim_reader --stall-ms),
+ * the ring fills, and the FREE of a block sampled before is refused; after
+ * MS ms (the reader has drained) one more record is made.
+ */
+static int do_fullring(int n, int ms)
+{
+	char *target = malloc(4000);
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fprintf(stderr, "ADDR target %p\n", (void *)target);
+	for (int i = 0; i < n; i++)
+		keep(malloc(100));
+	free(target);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* the free must come while the reader still stalls */
+	fprintf(stderr, "FREED after %ld ms\n", (long)((t1.tv_sec - t0.tv_sec) * 1000 +
+						      (t1.tv_nsec - t0.tv_nsec) / 1000000));
+	ms_sleep(ms);
+	keep(malloc(200));
+	printf("ok fullring\n");
+	return 0;
+}
+
 /* ---------------------------------------------------------- realloc */
 
 static int do_realloc_fail(void)
@@ -670,6 +698,8 @@ int main(int argc, char **argv)
 		return do_dup2();
 	if (!strcmp(s, "dup2race"))
 		return do_dup2race((int)n);
+	if (!strcmp(s, "fullring"))
+		return do_fullring((int)n, argc > 3 ? atoi(argv[3]) : 0);
 	if (!strcmp(s, "realloc-fail"))
 		return do_realloc_fail();
 	if (!strcmp(s, "forksig"))

@@ -49,14 +49,93 @@ int kpp_submit(const void *rec, size_t size)
 	return r < 0 ? -1 : 0;
 }
 
-void kpp_emit(const void *rec, size_t size)
+/*
+ * Held frees.  A FREE refused because the ring is full (ENOBUFS) would
+ * leave its block live in the profile for ever.  So the block is not given
+ * back yet: its address goes on a small list, and before the next record
+ * (any thread) the FREE is submitted again and, once accepted, the block
+ * freed.  Holding the block keeps its address from being reused (and
+ * sampled, and recorded) before its FREE.  Bounded: 64 blocks and 64 MiB;
+ * beyond that the FREE is lost (counted).  A forked child forgets the
+ * list (its copies of those blocks leak; fork_child() must stay simple).
+ */
+#define HELD_MAX	64
+#define HELD_BYTES_MAX	(64ULL << 20)
+#define HELD_BUSY	((uintptr_t)1)	/* slot taken, address not yet stored */
+
+static struct {
+	_Atomic uintptr_t addr;		/* 0 free, HELD_BUSY, or the block */
+	uint64_t size;
+} held[HELD_MAX];
+static _Atomic int held_n;
+static _Atomic uint64_t held_bytes;
+
+static int submit_free(const void *addr, uint64_t bytes);
+static void header(struct kpprof_record *h, __u16 kind, __u16 nr_pcs, size_t size);
+
+/* flush_held - resubmit held FREEs; free the blocks whose FREE went in. */
+static void flush_held(struct kpp_thread *t)
+{
+	t->flushing = 1;
+	for (int i = 0; i < HELD_MAX && atomic_load(&held_n); i++) {
+		uintptr_t p = atomic_load_explicit(&held[i].addr, memory_order_acquire);
+		uint64_t size;
+
+		if (p <= HELD_BUSY ||
+		    !atomic_compare_exchange_strong(&held[i].addr, &p, HELD_BUSY))
+			continue;
+		size = held[i].size;
+		if (submit_free((void *)p, size) == ENOBUFS) {
+			/* Still full: keep it, try at the next record. */
+			atomic_store_explicit(&held[i].addr, p, memory_order_release);
+			break;
+		}
+		atomic_store_explicit(&held[i].addr, 0, memory_order_release);
+		atomic_fetch_sub(&held_bytes, size);
+		atomic_fetch_sub(&held_n, 1);
+		kpp_real.free((void *)p);
+	}
+	t->flushing = 0;
+}
+
+void kpp_held_reset(void)
+{
+	memset(held, 0, sizeof(held));
+	atomic_store(&held_n, 0);
+	atomic_store(&held_bytes, 0);
+}
+
+bool kpp_free_record(const void *addr, uint64_t bytes)
+{
+	if (submit_free(addr, bytes) != ENOBUFS)
+		return true;
+	if (atomic_fetch_add(&held_bytes, bytes) + bytes <= HELD_BYTES_MAX) {
+		for (int i = 0; i < HELD_MAX; i++) {
+			uintptr_t zero = 0;
+
+			if (!atomic_compare_exchange_strong(&held[i].addr, &zero, HELD_BUSY))
+				continue;
+			held[i].size = bytes;
+			atomic_store_explicit(&held[i].addr, (uintptr_t)addr,
+					      memory_order_release);
+			atomic_fetch_add(&held_n, 1);
+			atomic_fetch_add_explicit(&kpp.frees_held, 1, memory_order_relaxed);
+			return false;
+		}
+	}
+	atomic_fetch_sub(&held_bytes, bytes);
+	atomic_fetch_add_explicit(&kpp.frees_lost, 1, memory_order_relaxed);
+	return true;
+}
+
+int kpp_emit(const void *rec, size_t size)
 {
 	struct kpp_thread *t = &kpp_thread;
-	int saved = errno;
+	int saved = errno, ret = 0;
 
 	if (unlikely(atomic_load_explicit(&kpp.stopped, memory_order_relaxed))) {
 		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
-		return;
+		return ECANCELED;
 	}
 	/* Pairs with seccomp.c: announce, then check the flag (seq_cst). */
 	atomic_fetch_add(&kpp.emitters, 1);
@@ -65,18 +144,24 @@ void kpp_emit(const void *rec, size_t size)
 	    (unlikely(!atomic_load_explicit(&kpp.seccomp_checked, memory_order_relaxed)) &&
 	     kpp_seccomp_inherited())) {
 		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
+		ret = ECANCELED;
 		goto out;
 	}
+	if (unlikely(atomic_load_explicit(&held_n, memory_order_relaxed)) && !t->flushing)
+		flush_held(t);
 	if (!kpp_submit(rec, size)) {
 		atomic_fetch_add_explicit(&kpp.writes_ok, 1, memory_order_relaxed);
 	} else if (errno == ENOBUFS) {
 		atomic_fetch_add_explicit(&kpp.writes_dropped, 1, memory_order_relaxed);
+		ret = ENOBUFS;
 	} else if (errno == ENOTTY || errno == EBADF) {
+		ret = errno;
 		if (!atomic_exchange(&kpp.stopped, KPP_STOP_FD))
 			kpp_debug("fd %d is no longer /dev/kpprof (the program closed or reused it): stopping",
 				  kpp.fd);
 		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
 	} else {
+		ret = errno;
 		if (atomic_fetch_add_explicit(&kpp.writes_failed, 1,
 					      memory_order_relaxed) == 0)
 			kpp_debug("record kind %u size %zu refused: %s",
@@ -87,6 +172,7 @@ out:
 	t->emitting--;
 	atomic_fetch_sub(&kpp.emitters, 1);
 	errno = saved;
+	return ret;
 }
 
 static void header(struct kpprof_record *h, __u16 kind, __u16 nr_pcs, size_t size)
@@ -144,14 +230,14 @@ bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,
 	return true;
 }
 
-void kpp_emit_free(const void *addr, uint64_t bytes)
+static int submit_free(const void *addr, uint64_t bytes)
 {
 	struct kpprof_rec_free r;
 
 	header(&r.hdr, KPPROF_REC_FREE, 0, sizeof(r));
 	r.addr = (uintptr_t)addr;
 	r.bytes = bytes;
-	kpp_emit(&r, sizeof(r));
+	return kpp_emit(&r, sizeof(r));
 }
 
 void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,

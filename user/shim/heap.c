@@ -150,8 +150,8 @@ static void free_slow(void *p)
 
 	if (kpp_in_arena(p))
 		return;		/* from the start-up arena: never freed */
-	if (kpp_set_remove(p, &size))
-		kpp_emit_free(p, size);
+	if (kpp_set_remove(p, &size) && !kpp_free_record(p, size))
+		return;		/* held until its FREE goes in */
 	kpp_real.free(p);
 }
 
@@ -214,8 +214,9 @@ static void *realloc_common(void *p, size_t n)
 		}
 		if (kpp_set_remove(p, &old)) {
 			if (!n) {
-				kpp_emit_free(p, old);
-				return kpp_real.realloc(p, 0);
+				if (kpp_free_record(p, old))
+					return kpp_real.realloc(p, 0);
+				return NULL;	/* held: freed later */
 			}
 			q = kpp_real.malloc(n);
 			if (!q) {
@@ -224,8 +225,8 @@ static void *realloc_common(void *p, size_t n)
 				return NULL;
 			}
 			memcpy(q, p, old < n ? old : n);
-			kpp_emit_free(p, old);
-			kpp_real.free(p);
+			if (kpp_free_record(p, old))
+				kpp_real.free(p);
 			if (heap_take(t, n))
 				kpp_heap_sampled(t, q, n);
 			return q;

@@ -116,6 +116,7 @@ static void fork_child(void)
 		return;
 	atomic_store(&kpp.samplers, 0);
 	kpp_set_reset();
+	kpp_held_reset();
 	kpp_maps_reset();
 	kpp_locks_reset();
 	t->rng_seeded = 0;
@@ -281,8 +282,9 @@ static void kpp_fini(void)
 	if (atomic_load(&kpp.ready) != 1)
 		return;
 	kpp_emit_comm(KPPROF_COMM_EXIT);
-	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu, not sent (stopped) %llu, in sampling paths %d",
+	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu, not sent (stopped) %llu, in sampling paths %d, frees held %llu, lost %llu",
 		  (unsigned long long)kpp.writes_ok, (unsigned long long)kpp.writes_dropped,
 		  (unsigned long long)kpp.writes_failed, (unsigned long long)kpp.table_full,
-		  (unsigned long long)kpp.unsent, atomic_load(&kpp.samplers));
+		  (unsigned long long)kpp.unsent, atomic_load(&kpp.samplers),
+		  (unsigned long long)kpp.frees_held, (unsigned long long)kpp.frees_lost);
 }

@@ -102,6 +102,7 @@ struct kpp_thread {
 	int saved_errno;		/* errno on entry to a sampling path */
 	uint64_t heap_rate;
 	uint32_t emitting;
+	uint32_t flushing;		/* inside emit.c's flush_held() */
 };
 extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
 
@@ -127,6 +128,8 @@ struct kpp_global {
 	_Atomic int emitters;		/* threads inside kpp_emit() */
 	_Atomic int seccomp_checked;	/* the inherited-filter check ran */
 	_Atomic uint64_t unsent;	/* events not sent since stopped */
+	_Atomic uint64_t frees_held;	/* FREEs retried after a full ring */
+	_Atomic uint64_t frees_lost;	/* ... that could not be held */
 };
 
 /* Why the shim stopped emitting (kpp.stopped). */
@@ -204,13 +207,19 @@ unsigned int kpp_stack_unwind(__u64 *pcs, unsigned int max) KPP_HIDDEN;
  * under KPPROF_TEST_CONFIG); never retries ENOBUFS; keeps errno.  Once
  * stopped (kpp.stopped) it only counts the record in kpp.unsent.
  */
-void kpp_emit(const void *rec, size_t size) KPP_HIDDEN;
+int kpp_emit(const void *rec, size_t size) KPP_HIDDEN;	/* 0 or an errno */
 /* kpp_submit - the one syscall behind kpp_emit: 0 or -1 with errno. */
 int kpp_submit(const void *rec, size_t size) KPP_HIDDEN;
 void kpp_emit_comm(__u32 reason) KPP_HIDDEN;
 bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,
 		    uint64_t rate) KPP_HIDDEN;
-void kpp_emit_free(const void *addr, uint64_t bytes) KPP_HIDDEN;
+/*
+ * kpp_free_record - the FREE of a sampled block about to be freed.  true:
+ * free it now; false: the ring was full and the shim keeps the block until
+ * its FREE goes in (emit.c, "held frees").
+ */
+bool kpp_free_record(const void *addr, uint64_t bytes) KPP_HIDDEN;
+void kpp_held_reset(void) KPP_HIDDEN;
 void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
 			 uint64_t delay_ns, uint64_t rate) KPP_HIDDEN;
 
