@@ -226,8 +226,8 @@ bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,
 	b->r.addr = (uintptr_t)addr;
 	b->r.bytes = bytes;
 	b->r.rate = rate;
-	kpp_emit(b, size);
-	return true;
+	/* Not accepted (ring full, stopped): no FREE will be needed. */
+	return kpp_emit(b, size) == 0;
 }
 
 static int submit_free(const void *addr, uint64_t bytes)

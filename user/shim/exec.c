@@ -53,7 +53,7 @@ static void after_failed_exec(bool ended)
 		return;
 	t->guard = 1;
 	kpp_emit_comm(KPPROF_COMM_START);
-	kpp_maps_reset();
+	kpp_maps_forget();
 	kpp_maps_sync();
 	t->guard = guard;
 	errno = saved;

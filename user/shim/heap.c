@@ -112,7 +112,8 @@ void kpp_heap_sampled(struct kpp_thread *t, void *p, size_t size)
 	if (!p || !rate || !kpp_sample_begin(t))
 		return;
 	/* Remember the address first: a free racing with the record must
-	 * find it.  No stack (e.g. on a signal stack): forget it again. */
+	 * find it.  No record went in (no stack, ring full, stopped): forget
+	 * it again, its free needs no FREE record. */
 	if (kpp_set_insert(p, size) && !kpp_emit_alloc(t, p, size, rate)) {
 		uint64_t unused;
 

@@ -211,6 +211,7 @@ int kpp_emit(const void *rec, size_t size) KPP_HIDDEN;	/* 0 or an errno */
 /* kpp_submit - the one syscall behind kpp_emit: 0 or -1 with errno. */
 int kpp_submit(const void *rec, size_t size) KPP_HIDDEN;
 void kpp_emit_comm(__u32 reason) KPP_HIDDEN;
+/* kpp_emit_alloc - false if no ALLOC went in (no stack, ring full, stopped). */
 bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,
 		    uint64_t rate) KPP_HIDDEN;
 /*
@@ -229,6 +230,7 @@ void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
  * since the last call (all of them on the first call or after reset). */
 void kpp_maps_sync(void) KPP_HIDDEN;
 void kpp_maps_reset(void) KPP_HIDDEN;
+void kpp_maps_forget(void) KPP_HIDDEN;	/* reset, taking the table's lock */
 /* kpp_maps_changed - cheap test: did dlopen/dlclose happen since sync? */
 bool kpp_maps_changed(void) KPP_HIDDEN;
 void kpp_maps_find_self(void) KPP_HIDDEN;
