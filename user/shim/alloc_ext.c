@@ -70,9 +70,8 @@ bool kpp_heap_forget(void *p)
 
 	if (kpp_in_arena(p))
 		return true;	/* from the start-up arena: never freed */
-	if (kpp_set_remove(p, &size))
-		kpp_emit_free(p, size);
-	return false;
+	/* held until its FREE goes in: emit.c frees it then */
+	return kpp_set_remove(p, &size) && !kpp_free_record(p, size);
 }
 
 static inline void account(struct kpp_thread *t, void *p, size_t n)
@@ -198,8 +197,13 @@ void *rallocx(void *p, size_t n, int flags)
 		}
 		/* FREE before the block can be handed to another thread. */
 		had = kpp_set_remove(p, &old);
-		if (had)
-			kpp_emit_free(p, old);
+		if (had && !kpp_free_record(p, old)) {
+			/* p is held until its FREE goes in: move by hand */
+			q = fn ? mallocx(n, flags) : fallback_mallocx(n, flags);
+			if (q)
+				memcpy(q, p, old < n ? old : n);
+			return q;
+		}
 	}
 	q = fn ? fn(p, n, flags) : fallback_rallocx(p, n, flags);
 	if (!q) {
@@ -232,7 +236,7 @@ size_t xallocx(void *p, size_t n, size_t extra, int flags)
 		return r;	/* not resized: nothing changed */
 	/* The block stays the caller's throughout: no race on its address. */
 	if (unlikely(kpp_set_maybe(p)) && !kpp_in_arena(p) && kpp_set_remove(p, &old))
-		kpp_emit_free(p, old);
+		(void)kpp_free_record_now(p, old);
 	account(t, p, r);
 	return r;
 }

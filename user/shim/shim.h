@@ -78,7 +78,13 @@ bool kpp_resolving(void) KPP_HIDDEN;
  * @poll_only: the countdown ends at a config poll point, not a sample.
  * @guard:     non-zero while the thread is inside the shim's slow paths.
  * @cfg_seq:   config page seq the cached rates below were read at, + 1
- *             (0 = never read).
+ *             (0 = never read).  lock.c refreshes it too, so it says
+ *             nothing about the heap countdown: see @heap_rate.
+ * @heap_rate: the mean the countdown in force was drawn with; 0 = none
+ *             drawn yet (a new thread).  A countdown drawn with another
+ *             rate than the one in force is only a poll point (heap.c).
+ * @emitting:  this thread is inside kpp_emit() (seccomp.c waits for the
+ *             others, not for itself).
  */
 struct kpp_thread {
 	uint64_t countdown;
@@ -94,6 +100,9 @@ struct kpp_thread {
 	uintptr_t stack_lo, stack_hi;	/* this thread's stack, for the FP walker */
 	uint32_t stack_known;
 	int saved_errno;		/* errno on entry to a sampling path */
+	uint64_t heap_rate;
+	uint32_t emitting;
+	uint32_t flushing;		/* inside emit.c's flush_held() */
 };
 extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
 
@@ -102,8 +111,7 @@ extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
 /* Process-wide state set up by kpp_init(). */
 struct kpp_global {
 	int fd;				/* /dev/kpprof, -1: pass-through */
-	dev_t rdev;			/* to notice the fd being closed under us */
-	ino_t ino;
+	int test_sink;			/* KPPROF_TEST_CONFIG: write(2) to fd */
 	const volatile struct kpprof_config_page *page;
 	int unwind_libunwind;		/* KPPROF_UNWIND: 1 libunwind, 0 fp */
 	int debug;			/* KPPROF_DEBUG=1 */
@@ -116,7 +124,17 @@ struct kpp_global {
 	_Atomic int samplers;		/* threads inside a sampling path */
 	_Atomic uint64_t writes_ok, writes_dropped, writes_failed;
 	_Atomic uint64_t table_full;
+	_Atomic int stopped;		/* KPP_STOP_*: nothing more is emitted */
+	_Atomic int emitters;		/* threads inside kpp_emit() */
+	_Atomic int seccomp_checked;	/* the inherited-filter check ran */
+	_Atomic uint64_t unsent;	/* events not sent since stopped */
+	_Atomic uint64_t frees_held;	/* FREEs retried after a full ring */
+	_Atomic uint64_t frees_lost;	/* ... that could not be held */
 };
+
+/* Why the shim stopped emitting (kpp.stopped). */
+#define KPP_STOP_FD		1	/* our fd number is no longer /dev/kpprof */
+#define KPP_STOP_SECCOMP	2	/* a seccomp filter is (about to be) in force */
 extern struct kpp_global kpp KPP_HIDDEN;
 
 /*
@@ -208,12 +226,30 @@ unsigned int kpp_stack_unwind(__u64 *pcs, unsigned int max) KPP_HIDDEN;
 
 /* --------------------------------------------------------- records */
 
-/* kpp_emit - write(2) one record; never retries ENOBUFS; keeps errno. */
-void kpp_emit(const void *rec, size_t size) KPP_HIDDEN;
+/*
+ * kpp_emit - submit one record (KPPROF_IOC_SUBMIT; write(2) to the sink
+ * under KPPROF_TEST_CONFIG); never retries ENOBUFS; keeps errno.  Once
+ * stopped (kpp.stopped) it only counts the record in kpp.unsent.
+ */
+int kpp_emit(const void *rec, size_t size) KPP_HIDDEN;	/* 0 or an errno */
+/* kpp_submit - the one syscall behind kpp_emit: 0 or -1 with errno. */
+int kpp_submit(const void *rec, size_t size) KPP_HIDDEN;
 void kpp_emit_comm(__u32 reason) KPP_HIDDEN;
+/* kpp_emit_alloc - false if no ALLOC went in (no stack, ring full, stopped). */
 bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,
 		    uint64_t rate) KPP_HIDDEN;
-void kpp_emit_free(const void *addr, uint64_t bytes) KPP_HIDDEN;
+/*
+ * kpp_free_record - the FREE of a sampled block about to be freed.  true:
+ * free it now; false: the ring was full and the shim keeps the block until
+ * its FREE goes in (emit.c, "held frees").
+ */
+bool kpp_free_record(const void *addr, uint64_t bytes) KPP_HIDDEN;
+/*
+ * kpp_free_record_now - the same for a block that stays the caller's (a
+ * resize in place): never held; a FREE the full ring refused is counted lost.
+ */
+bool kpp_free_record_now(const void *addr, uint64_t bytes) KPP_HIDDEN;
+void kpp_held_reset(void) KPP_HIDDEN;
 void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
 			 uint64_t delay_ns, uint64_t rate) KPP_HIDDEN;
 
@@ -223,6 +259,7 @@ void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
  * since the last call (all of them on the first call or after reset). */
 void kpp_maps_sync(void) KPP_HIDDEN;
 void kpp_maps_reset(void) KPP_HIDDEN;
+void kpp_maps_forget(void) KPP_HIDDEN;	/* reset, taking the table's lock */
 /* kpp_maps_changed - cheap test: did dlopen/dlclose happen since sync? */
 bool kpp_maps_changed(void) KPP_HIDDEN;
 void kpp_maps_find_self(void) KPP_HIDDEN;
@@ -235,7 +272,8 @@ void kpp_heap_sampled(struct kpp_thread *t, void *p, size_t size) KPP_HIDDEN;
  * kpp_heap_tick - the countdown expired for @n bytes (n >= countdown):
  * re-arm, return the rate to sample with or 0 (heap.c's heap_tick).
  * kpp_heap_forget - a block is being freed: write its FREE record if it
- * was sampled; true if it is a start-up arena block, never to be freed.
+ * was sampled; true if the caller must not free it: a start-up arena block
+ * (never freed), or a block held until its FREE goes in (emit.c).
  */
 uint64_t kpp_heap_tick(struct kpp_thread *t, size_t n) KPP_HIDDEN;
 bool kpp_heap_forget(void *p) KPP_HIDDEN;
@@ -243,6 +281,15 @@ bool kpp_heap_forget(void *p) KPP_HIDDEN;
  * calls (alloc_check.c); after init, once. */
 void kpp_check_interposed(void) KPP_HIDDEN;
 void kpp_locks_reset(void) KPP_HIDDEN;
+
+/* --------------------------------------------------------- seccomp */
+
+/*
+ * kpp_seccomp_inherited - true if this process already runs under a
+ * seccomp filter (read once from /proc/self/status, with the open/read/
+ * close the dynamic loader itself needed); stops the shim if so.
+ */
+bool kpp_seccomp_inherited(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- misc */
 
