@@ -217,7 +217,7 @@ if [ -n "$je" ]; then
 	done
 fi
 if command -v heaptrack >/dev/null; then
-	n=$((CHURN / 10))
+	n=$((CHURN / (module ? 50 : 10)))	# heaptrack: ~10..40x under qemu
 	for key in churn_wall churn_cpu; do
 		base=$(median3 $key churn $n env)
 		prof=$(median3 $key churn $n heaptrack -o "$tmp/ht")
@@ -226,7 +226,7 @@ if command -v heaptrack >/dev/null; then
 fi
 tc=$(ls /usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 2>/dev/null)
 if [ -n "$tc" ]; then
-	n=$((CHURN / 100))
+	n=$((CHURN / (module ? 500 : 100)))
 	for key in churn_wall churn_cpu; do
 		base=$(median3 $key churn $n env LD_PRELOAD="$tc")
 		prof=$(median3 $key churn $n env LD_PRELOAD="$tc" HEAPPROFILE="$tmp/hp" HEAP_PROFILE_INUSE_INTERVAL=0)
