@@ -48,12 +48,12 @@ want() { [[ $sections == *" $1 "* ]]; }
 if [ $quick = 1 ]; then
 	N=300000 HEAVY=50000 CHURN=200000
 elif [ $module = 1 ]; then
-	# qemu TCG runs ~20x slower: a tenth of the work keeps the whole
-	# run inside run-test-list's 300 s per program.
-	N=${KPPROF_BENCH_ITERS:-1000000}
-	HEAVY=${KPPROF_BENCH_HEAVY:-20000}
-	CHURN=${KPPROF_BENCH_CHURN:-200000}
-	SORTN=100000
+	# qemu TCG runs 20..80x slower (more on a loaded host): a twentieth
+	# of the work keeps each section inside run-test-list's 300 s.
+	N=${KPPROF_BENCH_ITERS:-500000}
+	HEAVY=${KPPROF_BENCH_HEAVY:-10000}
+	CHURN=${KPPROF_BENCH_CHURN:-100000}
+	SORTN=50000
 fi
 abi=$(sed -n 's/^#define KPPROF_ABI_VERSION[[:space:]]*\([0-9]*\).*/\1/p' "$top/ioctl/kpprof.h")
 
@@ -167,26 +167,31 @@ fi
 # Whole programs: wall and CPU seconds.  The VM's vCPUs share the host with
 # whatever else runs there, so baseline and shimmed runs are interleaved
 # (A B C A B C ...) and each figure is the median of 5.
-# interleave KEY CMD_A -- CMD_B -- CMD_C: print the three medians.
+# interleave KEY CMD_A -- CMD_B -- CMD_C: print the three medians.  The
+# runs' whole output is kept: asked again for another key of the same
+# three commands (wall, then CPU), it reads them instead of running again.
 interleave() {
 	local key=$1 i which
 	shift
 	local -a a=() b=() c=() cur
-	which=a
-	for x in "$@"; do
-		if [ "$x" = -- ]; then
-			[ $which = a ] && which=b || which=c
-			continue
-		fi
-		eval "$which+=(\"\$x\")"
-	done
-	for i in 1 2 3 4 5; do
-		"${a[@]}" 2>/dev/null | awk -v k="$key" '$1 == k { print "a", $2 }'
-		"${b[@]}" 2>/dev/null | awk -v k="$key" '$1 == k { print "b", $2 }'
-		"${c[@]}" 2>/dev/null | awk -v k="$key" '$1 == k { print "c", $2 }'
-	done >"$tmp/il"
+	if [ "$*" != "$(cat "$tmp/il.sig" 2>/dev/null)" ]; then
+		which=a
+		for x in "$@"; do
+			if [ "$x" = -- ]; then
+				[ $which = a ] && which=b || which=c
+				continue
+			fi
+			eval "$which+=(\"\$x\")"
+		done
+		for i in 1 2 3 4 5; do
+			"${a[@]}" 2>/dev/null | sed 's/^/a /'
+			"${b[@]}" 2>/dev/null | sed 's/^/b /'
+			"${c[@]}" 2>/dev/null | sed 's/^/c /'
+		done >"$tmp/il"
+		printf '%s' "$*" >"$tmp/il.sig"
+	fi
 	for which in a b c; do
-		awk -v w=$which '$1 == w { print $2 }' "$tmp/il" | sort -g | sed -n 3p
+		awk -v w=$which -v k="$key" '$1 == w && $2 == k { print $3 }' "$tmp/il" | sort -g | sed -n 3p
 	done | tr '\n' ' '
 }
 
@@ -212,7 +217,7 @@ if [ -n "$je" ]; then
 	done
 fi
 if command -v heaptrack >/dev/null; then
-	n=$((CHURN / 10))
+	n=$((CHURN / (module ? 50 : 10)))	# heaptrack: ~10..40x under qemu
 	for key in churn_wall churn_cpu; do
 		base=$(median3 $key churn $n env)
 		prof=$(median3 $key churn $n heaptrack -o "$tmp/ht")
@@ -221,7 +226,7 @@ if command -v heaptrack >/dev/null; then
 fi
 tc=$(ls /usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 2>/dev/null)
 if [ -n "$tc" ]; then
-	n=$((CHURN / 100))
+	n=$((CHURN / (module ? 500 : 100)))
 	for key in churn_wall churn_cpu; do
 		base=$(median3 $key churn $n env LD_PRELOAD="$tc")
 		prof=$(median3 $key churn $n env LD_PRELOAD="$tc" HEAPPROFILE="$tmp/hp" HEAP_PROFILE_INUSE_INTERVAL=0)
