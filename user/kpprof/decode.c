@@ -64,6 +64,8 @@ static const char *const slot_names[KPPROF_REC_KINDS][F_COUNT] = {
 	[KPPROF_REC_MUNMAP] = { HDR, [F_A] = "start", [F_B] = "end" },
 	[KPPROF_REC_COMM] = { HDR, [F_A] = "reason", [F_B] = "ppid", [F_TAIL] = "comm" },
 	[KPPROF_REC_CYCLE] = { HDR, [F_A] = "reason" },
+	/* A producer's notice: decoded for its header, not aggregated. */
+	[KPPROF_REC_NOTE] = { HDR },
 #undef HDR
 };
 
