@@ -10,7 +10,12 @@
 #      was written;
 #   4. at -O2 the inlined helper make_node() is an inlined frame at the
 #      file:line `addr2line -i` gives, and `pprof -list` shows the source;
-#   5. a MMAP record naming a FIFO does not hang the collector.
+#   5. a stripped program whose debug file only a debuginfod server has:
+#      unnamed (and left to pprof: no has_functions) without
+#      DEBUGINFOD_URLS, named with file:line with it.  Debian's debuginfod
+#      serves a directory of separated debug files; it listens on every
+#      interface, and the guest has only loopback, so it runs here only.
+# (A MMAP record naming a FIFO: symbolize_test, fifo_not_opened.)
 # Run from the repo root.
 set -u
 top=$(pwd)
@@ -120,6 +125,49 @@ if run o2 "$N/sites-o2" 20000; then
 	fi
 else
 	tap_fail "-O2: record failed"
+fi
+
+# 5. debuginfod
+if command -v debuginfod >/dev/null && [ -x "$N/sites-lld" ]; then
+	mkdir -p "$out/dbg" "$out/bin"
+	objcopy --only-keep-debug "$N/sites-lld" "$out/dbg/sites.debug"
+	objcopy --strip-all "$N/sites-lld" "$out/bin/sites-stripped"
+	id=$(readelf -n "$out/bin/sites-stripped" | awk '/Build ID/ { print $3 }')
+	debuginfod -d "$out/dbg.sqlite" -p 18002 -F "$out/dbg" >"$out/dlog" 2>&1 &
+	dpid=$!
+	for _ in $(seq 120); do
+		curl -sf -o /dev/null "http://127.0.0.1:18002/buildid/$id/debuginfo" && break
+		sleep 0.5
+	done
+	if run nodbgd "$out/bin/sites-stripped" 20000; then
+		t=$(pp -sample_index=inuse_space -top "$out/nodbgd/heap.pb.gz")
+		r=$(pp -raw "$out/nodbgd/heap.pb.gz" | grep 'sites-stripped')
+		if ! has_fn "$t" other_sites && ! grep -q '\[FN\]' <<<"$r"; then
+			tap_ok "stripped, no DEBUGINFOD_URLS: unnamed, has_functions unset"
+		else
+			tap_diag "$t" "$r"
+			tap_fail "stripped, no DEBUGINFOD_URLS: named or has_functions set"
+		fi
+	else
+		tap_fail "debuginfod: record failed"
+	fi
+	if DEBUGINFOD_URLS=http://127.0.0.1:18002 DEBUGINFOD_CACHE_PATH=$out/dcache \
+	   run dbgd "$out/bin/sites-stripped" 20000; then
+		t=$(pp -sample_index=inuse_space -lines -top "$out/dbgd/heap.pb.gz")
+		tap_diag "$t"
+		if grep -q 'other_sites .*sites.c:[0-9]' <<<"$t" && [ -d "$out/dcache/$id" ]; then
+			tap_ok "stripped, debug file from debuginfod (cached): other_sites at sites.c"
+		else
+			tap_diag "$(cat "$out/dlog" | tail -5)"
+			tap_fail "stripped, debuginfod: not named"
+		fi
+	else
+		tap_fail "debuginfod: record failed"
+	fi
+	kill "$dpid" 2>/dev/null
+	wait "$dpid" 2>/dev/null
+else
+	tap_skip "debuginfod" "no debuginfod"
 fi
 
 tap_done

@@ -112,7 +112,8 @@ struct writer {
  * Profile.drop_frames: a frame whose name fully matches (pprof anchors it)
  * is hidden with every frame it called.  The allocator's entry points: the
  * C ones (which the kpprof shim wraps), C++'s operator new family, Rust's
- * global allocator shims and the alloc::alloc functions that call them.
+ * global allocator shims, the alloc::alloc functions that call them and
+ * RawVec's growth (what Vec::push allocates through).
  */
 #define KPP_DROP_FRAMES \
 	"malloc|calloc|realloc|reallocarray|free|cfree|valloc|pvalloc|memalign|" \
@@ -120,7 +121,8 @@ struct writer {
 	"kpp_.*|__libc_.*alloc|__libc_free|" \
 	"operator new.*|operator delete.*|" \
 	"__rust_alloc.*|__rust_realloc|__rust_dealloc|__rustc::.*|__rdl_.*|__rg_.*|" \
-	"alloc::alloc::.*|<alloc::alloc::Global as core::alloc::Allocator>::.*"
+	"alloc::alloc::.*|<alloc::alloc::Global as core::alloc::Allocator>::.*|" \
+	"alloc::raw_vec::.*|<alloc::raw_vec::.*"
 
 static uint64_t mapping_id(struct writer *w, const struct kpp_proc *p, const struct kpp_map *m)
 {
