@@ -301,6 +301,32 @@ TEST_F(sym, linkers)
 }
 
 /*
+ * Finding 9: a process whose path exists only in its own root (here: a
+ * path that exists nowhere).  Its object is opened through
+ * /proc/PID/map_files when its MMAP record arrives (prefetch), and still
+ * symbolizes after it exited.
+ */
+TEST_F(sym, prefetched_then_exited)
+{
+	char prog[256];
+	struct kpp_agg *a = kpp_agg__new(NULL);
+	struct kpp_map m;
+	struct kpp_sym out;
+	struct child c;
+
+	snprintf(prog, sizeof(prog), "%s/sites-lld", names_dir());
+	ASSERT_EQ(0, start_sites(prog, &c));
+	ASSERT_LT(0, kpp_proc__read_maps(a, c.pid));
+	m = *kpp_proc__map_for(kpp_agg__proc(a, c.pid), c.fill + 8);
+	m.path = (char *)"/app/sites";
+	kpp_symbolizer__prefetch(self->s, c.pid, &m);
+	stop_sites(&c);
+	ASSERT_EQ(0, kpp_symbolizer__lookup_pid(self->s, c.pid, &m, c.fill + 8, &out));
+	EXPECT_STREQ("fill_sites", out.name);
+	kpp_agg__free(a);
+}
+
+/*
  * Finding 1, debug-file path: the object itself is gone (or replaced), so
  * the segments come from the objcopy'd debug file, whose p_filesz are 0.
  */

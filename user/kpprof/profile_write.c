@@ -157,7 +157,9 @@ static uint64_t mapping_id(struct writer *w, const struct kpp_proc *p, const str
 static uint64_t location_id(struct writer *w, uint32_t pid, uint64_t pc, bool leaf)
 {
 	uint64_t addr = leaf || !pc ? pc : pc - 1;
-	struct id_ent *e = id_slot(&w->locs, pid, addr);
+	/* A leaf at X and a caller at X + 1 write one address but look up two. */
+	uint64_t key = addr ^ (leaf ? 1ULL << 63 : 0);
+	struct id_ent *e = id_slot(&w->locs, pid, key);
 	struct pprof_line lines[KPP_INLINE_MAX];
 	const struct kpp_proc *p;
 	const struct kpp_map *m;
@@ -195,7 +197,7 @@ static uint64_t location_id(struct writer *w, uint32_t pid, uint64_t pc, bool le
 		}
 	}
 	e->id = pprof_builder__location_lines(w->b, map_id, addr, lines, nl);
-	e->key = addr;
+	e->key = key;
 	e->pid = pid;
 	w->locs.n++;
 	return e->id;

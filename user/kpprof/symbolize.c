@@ -30,6 +30,7 @@
  * file) lookups also give file:line and inlined frames (dwarf_lines.c).
  */
 #include <elfutils/debuginfod.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -37,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -59,7 +61,9 @@ struct seg {
 struct object {
 	char *key;
 	bool ok;		/* false: cached failure */
-	bool tried_pid;		/* loaded while its process lived */
+	bool tried_pid;		/* opened while its process lived */
+	bool loaded;		/* parsed (else only pending_fd, maybe) */
+	int pending_fd;		/* opened by prefetch, parsed at first lookup */
 	struct seg *segs;
 	size_t nr_segs;
 	struct sym *syms;
@@ -81,6 +85,14 @@ struct dm_ent {
 
 #define OBJ_HASH 256
 
+/* libdebuginfod, loaded when first needed (see debuginfod_fd) */
+static struct {
+	debuginfod_client *(*begin)(void);
+	int (*find_debuginfo)(debuginfod_client *c, const unsigned char *id, int len,
+			      char **path);
+	void (*end)(debuginfod_client *c);
+} dbgd_fn;
+
 struct kpp_symbolizer {
 	struct object *objs[OBJ_HASH];
 	size_t nr_objects, nr_symbols;
@@ -93,13 +105,22 @@ struct kpp_symbolizer {
 
 struct kpp_symbolizer *kpp_symbolizer__new(void)
 {
+	struct rlimit rl;
+
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return NULL;
+	/* One descriptor per object held open (its DWARF, or a prefetched file). */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	return calloc(1, sizeof(struct kpp_symbolizer));
 }
 
 static void object_free_contents(struct object *o)
 {
+	if (o->pending_fd >= 0)
+		close(o->pending_fd);
 	if (o->dw)
 		dwarf_end(o->dw);
 	if (o->dw_elf)
@@ -136,7 +157,7 @@ void kpp_symbolizer__free(struct kpp_symbolizer *s)
 		free(s->dm[i].demangled);
 	free(s->dm);
 	if (s->dbgd)
-		debuginfod_end(s->dbgd);
+		dbgd_fn.end(s->dbgd);
 	free(s);
 }
 
@@ -435,7 +456,12 @@ static bool has_debug_info(Elf *elf)
 	return false;
 }
 
-/* debuginfod, only when the user configured servers; the client caches. */
+/*
+ * debuginfod, only when the user configured servers; the client caches.
+ * libdebuginfod (and the libcurl stack under it) is loaded with dlopen
+ * then, as libdw itself does: the collector starts fast and needs none of
+ * it otherwise.
+ */
 static int debuginfod_fd(struct kpp_symbolizer *s, const struct kpp_map *m)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
@@ -445,12 +471,22 @@ static int debuginfod_fd(struct kpp_symbolizer *s, const struct kpp_map *m)
 	if (!urls || !*urls || !m->build_id_len)
 		return -ENOENT;
 	if (!s->dbgd_tried) {
-		s->dbgd = debuginfod_begin();
+		void *h = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+
 		s->dbgd_tried = true;
+		if (h) {
+			*(void **)&dbgd_fn.begin = dlsym(h, "debuginfod_begin");
+			*(void **)&dbgd_fn.find_debuginfo = dlsym(h, "debuginfod_find_debuginfo");
+			*(void **)&dbgd_fn.end = dlsym(h, "debuginfod_end");
+		}
+		if (dbgd_fn.begin && dbgd_fn.find_debuginfo && dbgd_fn.end)
+			s->dbgd = dbgd_fn.begin();
+		else
+			fprintf(stderr, "kpprof: DEBUGINFOD_URLS is set but libdebuginfod.so.1 cannot be loaded\n");
 	}
 	if (!s->dbgd)
 		return -ENOENT;
-	fd = debuginfod_find_debuginfo(s->dbgd, m->build_id, m->build_id_len, &path);
+	fd = dbgd_fn.find_debuginfo(s->dbgd, m->build_id, m->build_id_len, &path);
 	free(path);
 	return fd;
 }
@@ -500,8 +536,11 @@ static void object_load(struct kpp_symbolizer *s, struct object *o, uint32_t pid
 			const struct kpp_map *m)
 {
 	bool has_symtab = false;
-	int fd = kpp_open_mapped(pid, m), dfd = -1;
-	Elf *elf = elf_of_fd(&fd), *delf = NULL;
+	int fd = o->pending_fd >= 0 ? o->pending_fd : kpp_open_mapped(pid, m), dfd = -1;
+	Elf *elf, *delf = NULL;
+
+	o->pending_fd = -1;
+	elf = elf_of_fd(&fd);
 
 	if (elf && m->build_id_len && !fd_has_build_id(fd, m)) {
 		/* Not the file the process mapped (replaced, or a lie): never guess. */
@@ -560,10 +599,16 @@ static void object_reset(struct kpp_symbolizer *s, struct object *o)
 	object_free_contents(o);
 	*o = keep;
 	o->dw_fd = -1;
+	o->pending_fd = -1;
 }
 
+/*
+ * get_object - @m's object; @load: parsed, else (prefetch) only opened, which
+ * is quick (the collector must keep up with the ring) and enough: the fd
+ * stays valid after the process exits, and is parsed at the first lookup.
+ */
 static struct object *get_object(struct kpp_symbolizer *s, uint32_t pid,
-				 const struct kpp_map *m)
+				 const struct kpp_map *m, bool load)
 {
 	char key[KPPROF_PATH_MAX + 128];
 	struct object *o;
@@ -584,8 +629,13 @@ static struct object *get_object(struct kpp_symbolizer *s, uint32_t pid,
 	for (o = s->objs[h]; o; o = o->next)
 		if (!strcmp(o->key, key))
 			break;
-	if (o && (o->ok || !pid || o->tried_pid))
+	if (o && o->loaded && (o->ok || !pid || o->tried_pid))
 		return o;
+	if (o && !o->loaded) {
+		if (!load)
+			return o;
+		goto parse;
+	}
 	if (o) {
 		/* Failed without the process; it lives now: try through /proc. */
 		object_reset(s, o);
@@ -594,6 +644,7 @@ static struct object *get_object(struct kpp_symbolizer *s, uint32_t pid,
 		if (!o)
 			return NULL;
 		o->dw_fd = -1;
+		o->pending_fd = -1;
 		o->key = strdup(key);
 		if (!o->key) {
 			free(o);
@@ -604,6 +655,12 @@ static struct object *get_object(struct kpp_symbolizer *s, uint32_t pid,
 		s->nr_objects++;
 	}
 	o->tried_pid = pid != 0;
+	if (!load) {
+		o->pending_fd = kpp_open_mapped(pid, m);
+		return o;
+	}
+parse:
+	o->loaded = true;
 	object_load(s, o, pid, m);
 	if (o->nr_syms)
 		qsort(o->syms, o->nr_syms, sizeof(*o->syms), cmp_sym);
@@ -613,7 +670,7 @@ static struct object *get_object(struct kpp_symbolizer *s, uint32_t pid,
 
 void kpp_symbolizer__prefetch(struct kpp_symbolizer *s, uint32_t pid, const struct kpp_map *m)
 {
-	get_object(s, pid, m);
+	get_object(s, pid, m, false);
 }
 
 /*
@@ -672,7 +729,7 @@ static const struct sym *find_sym(struct object *o, uint64_t v)
 int kpp_symbolizer__lookup_pid(struct kpp_symbolizer *s, uint32_t pid,
 			       const struct kpp_map *m, uint64_t addr, struct kpp_sym *out)
 {
-	struct object *o = get_object(s, pid, m);
+	struct object *o = get_object(s, pid, m, true);
 	const struct sym *sym;
 	const struct seg *seg;
 	unsigned int n = 0, k = 0;
