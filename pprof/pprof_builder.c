@@ -237,6 +237,31 @@ uint64_t pprof_builder__mapping(struct pprof_builder *b, uint64_t start, uint64_
 	return m->id;
 }
 
+void pprof_builder__mapping_flags(struct pprof_builder *b, uint64_t mapping_id,
+				  bool has_functions, bool has_filenames,
+				  bool has_line_numbers, bool has_inline_frames)
+{
+	Mapping *m;
+
+	if (!mapping_id || mapping_id > b->p.n_mapping)
+		return;
+	m = b->p.mapping[mapping_id - 1];
+	m->has_functions = has_functions;
+	m->has_filenames = has_filenames;
+	m->has_line_numbers = has_line_numbers;
+	m->has_inline_frames = has_inline_frames;
+}
+
+int pprof_builder__drop_frames(struct pprof_builder *b, const char *regexp)
+{
+	int64_t i = str(b, regexp);
+
+	if (i < 0)
+		return -ENOMEM;
+	b->p.drop_frames = i;
+	return 0;
+}
+
 static uint64_t fn_hash(const Function *f)
 {
 	return ((uint64_t)f->name * 0x9E3779B97F4A7C15ULL) ^
@@ -265,13 +290,21 @@ static int fn_rehash(struct pprof_builder *b, size_t size)
 uint64_t pprof_builder__function(struct pprof_builder *b, const char *name,
 				 const char *system_name, const char *file)
 {
+	return pprof_builder__function_at(b, name, system_name, file, 0);
+}
+
+uint64_t pprof_builder__function_at(struct pprof_builder *b, const char *name,
+				    const char *system_name, const char *file,
+				    int64_t start_line)
+{
 	Function key, *f;
 	size_t slot;
 
 	perftools__profiles__function__init(&key);
 	key.name = str(b, name);
 	key.system_name = str(b, system_name ? system_name : name);
-	key.filename = str(b, file);
+	key.filename = str(b, file ? file : "");
+	key.start_line = start_line;
 	if (key.name < 0 || key.system_name < 0 || key.filename < 0)
 		return 0;
 	if (2 * (b->p.n_function + 1) > b->fn_index_size &&
@@ -281,7 +314,7 @@ uint64_t pprof_builder__function(struct pprof_builder *b, const char *name,
 	for (; b->fn_index[slot]; slot = (slot + 1) & (b->fn_index_size - 1)) {
 		f = b->p.function[b->fn_index[slot] - 1];
 		if (f->name == key.name && f->system_name == key.system_name &&
-		    f->filename == key.filename)
+		    f->filename == key.filename && f->start_line == key.start_line)
 			return f->id;
 	}
 	if (grow((void **)&b->p.function, &b->cap_functions, b->p.n_function + 1,
@@ -300,6 +333,15 @@ uint64_t pprof_builder__function(struct pprof_builder *b, const char *name,
 uint64_t pprof_builder__location(struct pprof_builder *b, uint64_t mapping_id,
 				 uint64_t address, uint64_t function_id)
 {
+	struct pprof_line line = { .function_id = function_id };
+
+	return pprof_builder__location_lines(b, mapping_id, address, &line, function_id ? 1 : 0);
+}
+
+uint64_t pprof_builder__location_lines(struct pprof_builder *b, uint64_t mapping_id,
+				       uint64_t address, const struct pprof_line *lines,
+				       size_t nr)
+{
 	Location *l;
 
 	if (grow((void **)&b->p.location, &b->cap_locations, b->p.n_location + 1,
@@ -312,20 +354,28 @@ uint64_t pprof_builder__location(struct pprof_builder *b, uint64_t mapping_id,
 	l->id = b->p.n_location + 1;
 	l->mapping_id = mapping_id;
 	l->address = address;
-	if (function_id) {
-		Line *line = malloc(sizeof(*line));
-
-		l->line = malloc(sizeof(Line *));
-		if (!line || !l->line) {
-			free(line);
-			free(l->line);
+	if (nr) {
+		l->line = calloc(nr, sizeof(Line *));
+		if (!l->line) {
 			free(l);
 			return 0;
 		}
-		perftools__profiles__line__init(line);
-		line->function_id = function_id;
-		l->line[0] = line;
-		l->n_line = 1;
+		for (size_t i = 0; i < nr; i++) {
+			Line *line = malloc(sizeof(*line));
+
+			if (!line) {
+				for (size_t j = 0; j < i; j++)
+					free(l->line[j]);
+				free(l->line);
+				free(l);
+				return 0;
+			}
+			perftools__profiles__line__init(line);
+			line->function_id = lines[i].function_id;
+			line->line = lines[i].line;
+			l->line[i] = line;
+		}
+		l->n_line = nr;
 	}
 	b->p.location[b->p.n_location++] = l;
 	return l->id;

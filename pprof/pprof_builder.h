@@ -40,6 +40,25 @@ uint64_t pprof_builder__mapping(struct pprof_builder *b, uint64_t start, uint64_
 				bool has_functions);
 uint64_t pprof_builder__function(struct pprof_builder *b, const char *name,
 				 const char *system_name, const char *file);
+/* pprof_builder__mapping_flags - what symbolization found for every location of it. */
+void pprof_builder__mapping_flags(struct pprof_builder *b, uint64_t mapping_id,
+				  bool has_functions, bool has_filenames,
+				  bool has_line_numbers, bool has_inline_frames);
+/* A function with its source file and first line (Function.start_line). */
+uint64_t pprof_builder__function_at(struct pprof_builder *b, const char *name,
+				    const char *system_name, const char *file,
+				    int64_t start_line);
+/* One Line of a location: the function and the line in it. */
+struct pprof_line {
+	uint64_t function_id;
+	int64_t line;
+};
+/* A location with its inline chain, innermost first (@nr 0: unsymbolized). */
+uint64_t pprof_builder__location_lines(struct pprof_builder *b, uint64_t mapping_id,
+				       uint64_t address, const struct pprof_line *lines,
+				       size_t nr);
+/* pprof_builder__drop_frames - Profile.drop_frames, a regexp of frames pprof hides. */
+int pprof_builder__drop_frames(struct pprof_builder *b, const char *regexp);
 /* @function_id 0: an unsymbolized location (address and mapping only). */
 uint64_t pprof_builder__location(struct pprof_builder *b, uint64_t mapping_id,
 				 uint64_t address, uint64_t function_id);

@@ -167,6 +167,72 @@ TEST_F(pp, seeds_heap_profile)
 	EXPECT_NE(NULL, strstr(out, "Mappings"));
 }
 
+/*
+ * As Go writes locations: the leaf's address as recorded, every other
+ * frame's return address minus one (finding 3); has_functions and friends
+ * only on mappings where every location was symbolized (finding 2), so a
+ * mapping kpprof could not read is left to pprof; drop_frames set
+ * (finding 8); each location's line[] has file:line (finding 4).
+ */
+TEST_F(pp, locations_as_go_writes)
+{
+	uint64_t in1 = (uintptr_t)seed_func1 + 4, loop = (uintptr_t)seed_main_loop + 4;
+	uint64_t unknown = 0x7e0000001234ULL;
+	uint64_t st[3] = { in1, loop, unknown };
+	struct kpp_write_opts o = { 0 };
+	struct kpp_view v;
+	char cmd[1024], out[65536], want[128];
+	const char *maps;
+	uint8_t no_id[1] = { 0 };
+
+	ASSERT_EQ(0, kpp_agg__add_map(self->a, getpid(), 0x7e0000000000ULL, 0x7e0000100000ULL, 0,
+				      no_id, 0, "/nonexistent/libgone.so", true));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_alloc(&self->b, getpid(), 1, 0x10000, 4096, 512, st, 3)));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b, test_cycle(&self->b, 2)));
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_HEAP, NULL, NULL));
+	ASSERT_EQ(0, kpp_profile__write_file(self->path, &v, self->a, self->sym, &o));
+	kpp_view__release(&v);
+
+	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -raw %s 2>&1", go_env(), self->path);
+	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	snprintf(want, sizeof(want), "0x%llx M=", (unsigned long long)in1);
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("leaf %s in %s", want, out);
+	snprintf(want, sizeof(want), "0x%llx M=", (unsigned long long)loop - 1);
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("caller %s in %s", want, out);
+	snprintf(want, sizeof(want), "0x%llx M=", (unsigned long long)unknown - 1);
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("unknown %s in %s", want, out);
+	EXPECT_NE(NULL, strstr(out, "pprof_test.c:")) TH_LOG("no file:line in %s", out);
+	maps = strstr(out, "Mappings");
+	ASSERT_NE(NULL, maps);
+	/* This test program (DWARF, every lookup fine): all four bits. */
+	EXPECT_NE(NULL, strstr(maps, "[FN][FL][LN][IN]")) TH_LOG("%s", maps);
+	/* The unreadable one: none, so pprof may symbolize it itself. */
+	ASSERT_NE(NULL, strstr(maps, "/nonexistent/libgone.so"));
+	EXPECT_EQ(NULL, strstr(strstr(maps, "/nonexistent/libgone.so"), "[FN]")) TH_LOG("%s", maps);
+}
+
+/* drop_frames: a stack topped by malloc shows its caller on top (finding 8). */
+TEST_F(pp, allocator_frames_dropped)
+{
+	uint64_t in1 = (uintptr_t)seed_func1 + 4, loop = (uintptr_t)seed_main_loop + 4;
+	uint64_t st[3] = { (uintptr_t)malloc + 4, in1, loop };
+	struct kpp_write_opts o = { 0 };
+	struct kpp_view v;
+	char cmd[1024], out[16384];
+
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_alloc(&self->b, getpid(), 1, 0x10000, 4096, 512, st, 3)));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b, test_cycle(&self->b, 2)));
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_HEAP, NULL, NULL));
+	ASSERT_EQ(0, kpp_profile__write_file(self->path, &v, self->a, self->sym, &o));
+	kpp_view__release(&v);
+	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -top %s 2>&1", go_env(), self->path);
+	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "malloc")) TH_LOG("%s", out);
+	EXPECT_LT(99, flat_pct(out, "seed_func1")) TH_LOG("%s", out);
+}
+
 TEST_F(pp, contention_and_labels)
 {
 	uint64_t s1[2] = { (uintptr_t)seed_func2 + 4, (uintptr_t)seed_func1 + 4 };

@@ -1,43 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * demangle.c - C++ demangling through libstdc++'s __cxa_demangle, loaded
- * with dlopen so the collector neither links nor needs libstdc++: on a
- * machine without it, C++ names simply stay mangled.
+ * demangle.c - C++ and Rust names through libiberty's cplus_demangle, the
+ * demangler of binutils and GDB (Debian's libiberty-dev):
+ *
+ *  - C++ (Itanium ABI, _Z...): without the parameter list, as pprof shows
+ *    names by default, so `ns::Class::method` rather than
+ *    `ns::Class::method(int, char const*)`; pprof's graph and -top group by
+ *    it.  The full mangled name stays in Function.system_name.
+ *  - Rust legacy (_ZN...17h<hash>E): without the hash.
+ *  - Rust v0 (_R...): the path, without the crate disambiguators.
+ *
+ * DMGL_AUTO tries Rust first (a legacy Rust name is also a valid Itanium
+ * name; only the Rust demangler knows to drop the hash), then C++.
  */
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdlib.h>
+#include <libiberty/demangle.h>
 
 #include "symbolize.h"
 
-typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
-
-static cxa_demangle_fn demangler;
-static pthread_once_t demangler_once = PTHREAD_ONCE_INIT;
-
-static void load_demangler(void)
-{
-	void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
-
-	if (h)
-		demangler = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
-}
-
 char *kpp_demangle(const char *name)
 {
-	int status = -1;
-	char *out;
+	bool mangled = (name[0] == '_' && (name[1] == 'Z' || name[1] == 'R')) ||
+		       (name[0] == '_' && name[1] == '_' && name[2] == 'Z');
 
-	/* Itanium ABI names start with _Z; nothing else is mangled. */
-	if (name[0] != '_' || name[1] != 'Z')
+	if (!mangled)
 		return NULL;
-	pthread_once(&demangler_once, load_demangler);
-	if (!demangler)
-		return NULL;
-	out = demangler(name, NULL, NULL, &status);
-	if (status != 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
+	return cplus_demangle(name, DMGL_AUTO | DMGL_ANSI);
 }

@@ -3,8 +3,11 @@
  * procmaps.c - a process that started before the collector attached has
  * had its MMAP records consumed by nobody; while it is alive its mappings
  * can still be read from /proc/PID/maps (executable file mappings only),
- * with build-ids read from the files.
+ * with build-ids read from the files as the process maps them
+ * (/proc/PID/map_files, else its root: see objopen.c), never from
+ * whatever the path names in the collector's own mount namespace.
  */
+#include <unistd.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -36,8 +39,13 @@ int kpp_proc__read_maps(struct kpp_agg *a, uint32_t pid)
 			continue;
 		snprintf(file, sizeof(file), "%s", line + n);
 		file[strcspn(file, "\n")] = '\0';
-		if (kpp_elf__build_id(file, id, &id_len))
+		struct kpp_map m = { .start = start, .end = end, .path = file };
+		int fd = kpp_open_mapped(pid, &m);
+
+		if (fd < 0 || kpp_elf__build_id_fd(fd, id, &id_len))
 			id_len = 0;
+		if (fd >= 0)
+			close(fd);
 		if (kpp_agg__add_map(a, pid, start, end, offset, id, id_len, file, true) == 0)
 			added++;
 	}

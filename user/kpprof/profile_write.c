@@ -14,6 +14,16 @@
  * Locations are per (process, address): two processes may map different
  * code at one address.  Mappings are per process.  When a profile holds
  * several processes each sample carries "pid" and "comm" labels.
+ *
+ * As Go writes them: Location.address is the return address minus one for
+ * every frame but the leaf (re-symbolizers then look up the call, not the
+ * instruction after it); Location.line[] is the inline chain, innermost
+ * first, with Function.filename the source file and start_line set; a
+ * mapping's has_functions/has_filenames/has_line_numbers/has_inline_frames
+ * are set only when every location in it got them, so pprof symbolizes
+ * the rest itself (stripped objects, debug info installed later).
+ * drop_frames hides the allocator's entry points, so the top of a C++ or
+ * Rust profile names the caller, as Go hides its runtime's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -84,12 +94,35 @@ static struct id_ent *id_slot(struct id_map *m, uint32_t pid, uint64_t key)
 	}
 }
 
+/* What symbolization found for every location of a mapping, by mapping id. */
+struct map_found {
+	bool functions, filenames, lines;
+};
+
 struct writer {
 	struct pprof_builder *b;
 	const struct kpp_agg *a;
 	struct kpp_symbolizer *sym;
 	struct id_map locs, maps;
+	struct map_found *found;
+	size_t nr_found;
 };
+
+/*
+ * Profile.drop_frames: a frame whose name fully matches (pprof anchors it)
+ * is hidden with every frame it called.  The allocator's entry points: the
+ * C ones (which the kpprof shim wraps), C++'s operator new family, Rust's
+ * global allocator shims, the alloc::alloc functions that call them and
+ * RawVec's growth (what Vec::push allocates through).
+ */
+#define KPP_DROP_FRAMES \
+	"malloc|calloc|realloc|reallocarray|free|cfree|valloc|pvalloc|memalign|" \
+	"aligned_alloc|posix_memalign|malloc_usable_size|strdup|strndup|" \
+	"kpp_.*|__libc_.*alloc|__libc_free|" \
+	"operator new.*|operator delete.*|" \
+	"__rust_alloc.*|__rust_realloc|__rust_dealloc|__rustc::.*|__rdl_.*|__rg_.*|" \
+	"alloc::alloc::.*|<alloc::alloc::Global as core::alloc::Allocator>::.*|" \
+	"alloc::raw_vec::.*|<alloc::raw_vec::.*"
 
 static uint64_t mapping_id(struct writer *w, const struct kpp_proc *p, const struct kpp_map *m)
 {
@@ -103,19 +136,35 @@ static uint64_t mapping_id(struct writer *w, const struct kpp_proc *p, const str
 	for (unsigned int i = 0; i < m->build_id_len; i++)
 		sprintf(hex + 2 * i, "%02x", m->build_id[i]);
 	hex[2 * m->build_id_len] = '\0';
-	e->id = pprof_builder__mapping(w->b, m->start, m->end, m->offset, m->path, hex, true);
+	e->id = pprof_builder__mapping(w->b, m->start, m->end, m->offset, m->path, hex, false);
+	if (e->id && e->id > w->nr_found) {
+		struct map_found *f = realloc(w->found, e->id * sizeof(*f));
+
+		if (!f)
+			return 0;
+		w->found = f;
+		for (size_t i = w->nr_found; i < e->id; i++)
+			f[i] = (struct map_found){ true, true, true };
+		w->nr_found = e->id;
+	}
 	e->key = m - p->maps;
 	e->pid = p->pid;
 	w->maps.n++;
 	return e->id;
 }
 
-static uint64_t location_id(struct writer *w, uint32_t pid, uint64_t pc)
+/* The location of frame @pc (@leaf: the innermost frame of the stack). */
+static uint64_t location_id(struct writer *w, uint32_t pid, uint64_t pc, bool leaf)
 {
-	struct id_ent *e = id_slot(&w->locs, pid, pc);
+	uint64_t addr = leaf || !pc ? pc : pc - 1;
+	/* A leaf at X and a caller at X + 1 write one address but look up two. */
+	uint64_t key = addr ^ (leaf ? 1ULL << 63 : 0);
+	struct id_ent *e = id_slot(&w->locs, pid, key);
+	struct pprof_line lines[KPP_INLINE_MAX];
 	const struct kpp_proc *p;
 	const struct kpp_map *m;
-	uint64_t map_id = 0, fn_id = 0;
+	uint64_t map_id = 0;
+	unsigned int nl = 0;
 	struct kpp_sym s;
 
 	if (!e)
@@ -125,15 +174,46 @@ static uint64_t location_id(struct writer *w, uint32_t pid, uint64_t pc)
 	p = kpp_agg__proc(w->a, pid);
 	m = kpp_proc__map_for(p, pc);
 	if (m) {
+		struct map_found *f;
+		bool ok;
+
 		map_id = mapping_id(w, p, m);
-		if (kpp_symbolizer__lookup(w->sym, m, pc, &s) == 0)
-			fn_id = pprof_builder__function(w->b, s.name, s.system_name, m->path);
+		if (!map_id)
+			return 0;
+		f = &w->found[map_id - 1];
+		ok = kpp_symbolizer__lookup_pid(w->sym, pid, m, pc, &s) == 0;
+		f->functions &= ok;
+		f->filenames &= ok && s.has_lines && s.frames[0].file;
+		f->lines &= ok && s.has_lines && s.frames[0].line;
+		for (unsigned int i = 0; ok && i < s.nr_frames; i++) {
+			const struct kpp_frame *fr = &s.frames[i];
+
+			lines[nl].function_id = pprof_builder__function_at(w->b, fr->name,
+						fr->system_name, fr->file, fr->start_line);
+			lines[nl].line = fr->line;
+			if (!lines[nl].function_id)
+				return 0;
+			nl++;
+		}
 	}
-	e->id = pprof_builder__location(w->b, map_id, pc, fn_id);
-	e->key = pc;
+	e->id = pprof_builder__location_lines(w->b, map_id, addr, lines, nl);
+	e->key = key;
 	e->pid = pid;
 	w->locs.n++;
 	return e->id;
+}
+
+/* Set each mapping's has_* now that all its locations were symbolized. */
+static void mapping_flags(struct writer *w)
+{
+	for (size_t i = 0; i < w->nr_found; i++) {
+		const struct map_found *f = &w->found[i];
+
+		pprof_builder__mapping_flags(w->b, i + 1, f->functions,
+					     f->functions && f->filenames,
+					     f->functions && f->lines,
+					     f->functions && f->lines);
+	}
 }
 
 static bool several_pids(const struct kpp_view *v)
@@ -170,6 +250,7 @@ static int build(struct writer *w, const struct kpp_view *v, const struct kpp_wr
 	pprof_builder__time(w->b, v->time_ns - (o ? o->duration_ns : 0), o ? o->duration_ns : 0);
 	if (o && o->comment)
 		err |= pprof_builder__comment(w->b, o->comment);
+	err |= pprof_builder__drop_frames(w->b, KPP_DROP_FRAMES);
 	if (err)
 		return -ENOMEM;
 
@@ -204,7 +285,7 @@ static int build(struct writer *w, const struct kpp_view *v, const struct kpp_wr
 			lab[nl++] = (struct pprof_label){ .key = "comm", .str = strdup(comm) };
 		}
 		for (unsigned int k = 0; k < n; k++) {
-			locs[k] = location_id(w, s->pid, pcs[k]);
+			locs[k] = location_id(w, s->pid, pcs[k], k == 0);
 			if (!locs[k])
 				err = -ENOMEM;
 		}
@@ -215,6 +296,7 @@ static int build(struct writer *w, const struct kpp_view *v, const struct kpp_wr
 		if (err)
 			return err;
 	}
+	mapping_flags(w);
 	return 0;
 }
 
@@ -234,6 +316,7 @@ int kpp_profile__encode_gz(const struct kpp_view *v, const struct kpp_agg *a,
 	pprof_builder__free(w.b);
 	free(w.locs.t);
 	free(w.maps.t);
+	free(w.found);
 	return err;
 }
 
@@ -279,7 +362,7 @@ static void legacy_frames(FILE *f, struct writer *w, uint32_t pid, const uint64_
 		const struct kpp_map *m = kpp_proc__map_for(p, pcs[k]);
 		struct kpp_sym s;
 
-		if (m && kpp_symbolizer__lookup(w->sym, m, pcs[k], &s) == 0)
+		if (m && kpp_symbolizer__lookup_pid(w->sym, pid, m, pcs[k], &s) == 0)
 			fprintf(f, "#\t%#llx\t%s\t%s\n", (unsigned long long)pcs[k], s.name, m->path);
 		else
 			fprintf(f, "#\t%#llx\t?\t%s\n", (unsigned long long)pcs[k], m ? m->path : "?");

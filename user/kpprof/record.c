@@ -166,7 +166,13 @@ int record_main(int argc, char *argv[])
 			fprintf(stderr, "kpprof record: waitpid: %s\n", strerror(errno));
 			break;
 		}
-		n = kpp_session__poll(&s, 100);
+		/*
+		 * Read at least every 20 ms, not only at the ring's wake-up
+		 * watermark: a process's objects must be opened while it lives
+		 * (its paths may exist only in its own root), and a short-lived
+		 * one writes too little to wake us before it exits.
+		 */
+		n = kpp_session__poll(&s, 20);
 		if (n == -ENOMEM) {
 			fprintf(stderr, "kpprof record: out of memory while aggregating\n");
 			break;

@@ -52,6 +52,18 @@ int kpp_session__record(void *ctx, const void *data, size_t len)
 		kpp_note__say(stderr, &r, p ? p->comm : NULL);
 	}
 	err = kpp_agg__add(s->agg, &r);
+	if (!err && r.kind == KPPROF_REC_MMAP && s->sym) {
+		/*
+		 * Open the object now, while the process lives (its files may
+		 * exist only in its mount namespace or root): cached by
+		 * build-id, it still symbolizes after the process exited.
+		 */
+		const struct kpp_map *m = kpp_proc__map_for(kpp_agg__proc(s->agg, r.tgid),
+							    r.mmap.start);
+
+		if (m)
+			kpp_symbolizer__prefetch(s->sym, r.tgid, m);
+	}
 	return err == -ENOMEM ? err : 0;
 }
 
@@ -195,8 +207,14 @@ void kpp_session__learn_maps(struct kpp_session *s)
 	struct learn_ctx_s ctx = { .s = s };
 
 	kpp_agg__for_each_proc(s->agg, want_maps, &ctx);
-	for (int i = 0; i < ctx.l.n; i++)
+	for (int i = 0; i < ctx.l.n; i++) {
+		const struct kpp_proc *p;
+
 		kpp_proc__read_maps(s->agg, ctx.l.pids[i]);
+		p = kpp_agg__proc(s->agg, ctx.l.pids[i]);
+		for (size_t k = 0; p && s->sym && k < p->nr_maps; k++)
+			kpp_symbolizer__prefetch(s->sym, p->pid, &p->maps[k]);
+	}
 }
 
 int kpp_session__poll(struct kpp_session *s, int timeout_ms)

@@ -7,21 +7,30 @@
  *
  *     v = a - start + offset + (p_vaddr - p_offset)
  *
- * of the PT_LOAD segment that holds file offset @offset.  This one rule
- * covers non-PIE executables (bias 0), PIE executables and shared objects
- * (any bias), and segments whose file offset is not page aligned.
+ * of the executable PT_LOAD segment whose file range holds @offset.  This
+ * one rule covers non-PIE executables (bias 0), PIE executables and shared
+ * objects (any bias), and segments whose file offset is not page aligned:
+ * lld and mold start the text segment mid-page, so the page the mapping
+ * starts at also belongs to the read-only segment before it, whose bias
+ * differs by a page.  A debug file (objcopy --only-keep-debug) keeps the
+ * program headers with p_filesz 0, so its ranges are measured by p_memsz.
  *
  * Every address we get is a return address, so we look up a - 1: the call
  * instruction, which is inside the caller even when the call is the last
  * instruction of a function.
  *
- * Objects are cached by GNU build-id (or by path, device, inode and mtime
- * when they have none): a library shared by a thousand processes is read
- * once.  If the file on disk no longer has the build-id the process
- * mapped, it is not trusted; a debug file with the right build-id under
- * /usr/lib/debug/.build-id/ is used instead, or the frame keeps its bare
- * address.
+ * Objects are cached by GNU build-id (or, when they have none, per process
+ * and mapping): a library shared by a thousand processes is read once, and
+ * a process's objects stay known after it exits.  Files are opened as
+ * objopen.c says (never by a path a producer can point elsewhere).  If
+ * the file no longer has the build-id the process mapped, it is not
+ * trusted; a debug file with the right build-id (/usr/lib/debug/.build-id/,
+ * then debuginfod when $DEBUGINFOD_URLS is set) is used instead, or the
+ * frame keeps its bare address.  With DWARF (in the object or its debug
+ * file) lookups also give file:line and inlined frames (dwarf_lines.c).
  */
+#include <elfutils/debuginfod.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -29,10 +38,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "dwarf_lines.h"
 #include "symbolize.h"
 
 struct sym {
@@ -43,43 +54,90 @@ struct sym {
 };
 
 struct seg {
-	uint64_t vaddr, offset, filesz;
+	uint64_t vaddr, offset, size;	/* size: p_filesz, or p_memsz in a debug file */
+	bool exec;
 };
 
 struct object {
 	char *key;
 	bool ok;		/* false: cached failure */
+	bool tried_pid;		/* opened while its process lived */
+	bool loaded;		/* parsed (else only pending_fd, maybe) */
+	int pending_fd;		/* opened by prefetch, parsed at first lookup */
 	struct seg *segs;
 	size_t nr_segs;
 	struct sym *syms;
 	size_t nr_syms;
 	char *names;
 	size_t names_len, names_cap;
+	/* DWARF, kept open with the ELF and fd it reads from */
+	Dwarf *dw;
+	Elf *dw_elf;
+	int dw_fd;
 	struct object *next;
+};
+
+/* Demangled DWARF names: mangled -> demangled (or NULL), by pointer. */
+struct dm_ent {
+	const char *mangled;
+	char *demangled;
 };
 
 #define OBJ_HASH 256
 
+/* libdebuginfod, loaded when first needed (see debuginfod_fd) */
+static struct {
+	debuginfod_client *(*begin)(void);
+	int (*find_debuginfo)(debuginfod_client *c, const unsigned char *id, int len,
+			      char **path);
+	void (*end)(debuginfod_client *c);
+} dbgd_fn;
+
 struct kpp_symbolizer {
 	struct object *objs[OBJ_HASH];
 	size_t nr_objects, nr_symbols;
+	struct dm_ent *dm;
+	size_t dm_size, dm_n;
+	debuginfod_client *dbgd;
+	bool dbgd_tried;
+	char paths[KPP_INLINE_MAX][KPP_PATH_BUF];	/* frame files, until the next lookup */
 };
 
 struct kpp_symbolizer *kpp_symbolizer__new(void)
 {
+	struct rlimit rl;
+
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return NULL;
+	/* One descriptor per object held open (its DWARF, or a prefetched file). */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	return calloc(1, sizeof(struct kpp_symbolizer));
 }
 
-static void object_free(struct object *o)
+static void object_free_contents(struct object *o)
 {
+	if (o->pending_fd >= 0)
+		close(o->pending_fd);
+	if (o->dw)
+		dwarf_end(o->dw);
+	if (o->dw_elf)
+		elf_end(o->dw_elf);
+	if (o->dw_fd >= 0)
+		close(o->dw_fd);
 	for (size_t i = 0; i < o->nr_syms; i++)
 		free(o->syms[i].demangled);
 	free(o->syms);
 	free(o->segs);
 	free(o->names);
 	free(o->key);
+}
+
+static void object_free(struct object *o)
+{
+	object_free_contents(o);
 	free(o);
 }
 
@@ -95,7 +153,45 @@ void kpp_symbolizer__free(struct kpp_symbolizer *s)
 			object_free(o);
 		}
 	}
+	for (size_t i = 0; i < s->dm_size; i++)
+		free(s->dm[i].demangled);
+	free(s->dm);
+	if (s->dbgd)
+		dbgd_fn.end(s->dbgd);
 	free(s);
+}
+
+/* The demangled form of a DWARF name (which lives as long as its Dwarf). */
+static const char *demangled(struct kpp_symbolizer *s, const char *mangled)
+{
+	size_t h;
+
+	if (2 * (s->dm_n + 1) > s->dm_size) {
+		size_t size = s->dm_size ? 2 * s->dm_size : 256;
+		struct dm_ent *t = calloc(size, sizeof(*t));
+
+		if (!t)
+			return mangled;
+		for (size_t i = 0; i < s->dm_size; i++) {
+			if (!s->dm[i].mangled)
+				continue;
+			h = ((uintptr_t)s->dm[i].mangled >> 3) & (size - 1);
+			while (t[h].mangled)
+				h = (h + 1) & (size - 1);
+			t[h] = s->dm[i];
+		}
+		free(s->dm);
+		s->dm = t;
+		s->dm_size = size;
+	}
+	for (h = ((uintptr_t)mangled >> 3) & (s->dm_size - 1); s->dm[h].mangled;
+	     h = (h + 1) & (s->dm_size - 1))
+		if (s->dm[h].mangled == mangled)
+			return s->dm[h].demangled ? s->dm[h].demangled : mangled;
+	s->dm[h].mangled = mangled;
+	s->dm[h].demangled = kpp_demangle(mangled);
+	s->dm_n++;
+	return s->dm[h].demangled ? s->dm[h].demangled : mangled;
 }
 
 void kpp_symbolizer__counts(const struct kpp_symbolizer *s, size_t *objects,
@@ -106,56 +202,6 @@ void kpp_symbolizer__counts(const struct kpp_symbolizer *s, size_t *objects,
 }
 
 /* ------------------------------------------------------------ ELF reading */
-
-static int elf_build_id(Elf *elf, uint8_t *id, uint8_t *len)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-		GElf_Nhdr nh;
-		size_t off = 0, name_off, desc_off;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		data = elf_getdata(scn, NULL);
-		if (!data)
-			continue;
-		while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp((char *)data->d_buf + name_off, "GNU", 4)) {
-				size_t n = nh.n_descsz;
-
-				if (n > KPPROF_BUILD_ID_MAX)
-					n = KPPROF_BUILD_ID_MAX;
-				memcpy(id, (char *)data->d_buf + desc_off, n);
-				*len = n;
-				return 0;
-			}
-		}
-	}
-	return -ENOENT;
-}
-
-int kpp_elf__build_id(const char *path, uint8_t *id, uint8_t *len)
-{
-	int fd, err = -ENOENT;
-	Elf *elf;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (elf) {
-		err = elf_build_id(elf, id, len);
-		elf_end(elf);
-	}
-	close(fd);
-	return err;
-}
 
 static int add_name(struct object *o, const char *name, uint32_t *off)
 {
@@ -231,7 +277,7 @@ static int load_symbols(struct object *o, Elf *elf, bool *has_symtab)
 	return 0;
 }
 
-static int load_segments(struct object *o, Elf *elf)
+static int load_segments(struct object *o, Elf *elf, bool debug_file)
 {
 	size_t n;
 
@@ -245,7 +291,11 @@ static int load_segments(struct object *o, Elf *elf)
 
 		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		o->segs[o->nr_segs++] = (struct seg){ ph.p_vaddr, ph.p_offset, ph.p_filesz };
+		o->segs[o->nr_segs++] = (struct seg){
+			.vaddr = ph.p_vaddr, .offset = ph.p_offset,
+			.size = debug_file || !ph.p_filesz ? ph.p_memsz : ph.p_filesz,
+			.exec = ph.p_flags & PF_X,
+		};
 	}
 	return o->nr_segs ? 0 : -EINVAL;
 }
@@ -260,11 +310,10 @@ static int cmp_sym(const void *a, const void *b)
 	return x->size > y->size ? -1 : x->size < y->size;
 }
 
-static Elf *open_elf(const char *path, int *fd)
+static Elf *elf_of_fd(int *fd)
 {
 	Elf *elf;
 
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (*fd < 0)
 		return NULL;
 	elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
@@ -296,11 +345,27 @@ static void debug_by_build_id(const uint8_t *id, unsigned int len, char *path, s
 		 root && *root ? root : "/usr/lib/debug", hex, hex + 2);
 }
 
+/* A debug file: a regular file, opened without blocking. */
+static int open_debug(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return -ENOENT;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		close(fd);
+		return -ENOENT;
+	}
+	return fd;
+}
+
 static uint32_t file_crc32(const char *path)
 {
 	unsigned char buf[65536];
 	uLong crc = crc32(0L, Z_NULL, 0);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_debug(path);
 	ssize_t n;
 
 	if (fd < 0)
@@ -363,72 +428,157 @@ static int find_debuglink(Elf *elf, const char *path, char *out, size_t size)
 	return -ENOENT;
 }
 
-/* Symbols from a separate debug file, if it has a symbol table. */
-static void load_debug_file(struct object *o, const char *path)
+static bool fd_has_build_id(int fd, const struct kpp_map *m)
 {
-	bool has_symtab = false;
-	int fd;
-	Elf *elf = open_elf(path, &fd);
+	uint8_t id[KPPROF_BUILD_ID_MAX], len = 0;
 
-	if (!elf)
-		return;
-	load_symbols(o, elf, &has_symtab);
-	elf_end(elf);
-	close(fd);
+	return !kpp_elf__build_id_fd(fd, id, &len) && len == m->build_id_len &&
+	       !memcmp(id, m->build_id, len);
 }
 
-static void object_load(struct object *o, const struct kpp_map *m)
+static bool has_debug_info(Elf *elf)
 {
-	uint8_t id[KPPROF_BUILD_ID_MAX];
-	uint8_t id_len = 0;
-	char dbg[KPPROF_PATH_MAX];
-	bool has_symtab = false, trusted;
-	int fd;
-	Elf *elf = open_elf(m->path, &fd);
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
 
-	if (!elf)
-		goto try_debug_only;
-	trusted = !m->build_id_len ||
-		  (!elf_build_id(elf, id, &id_len) && id_len == m->build_id_len &&
-		   !memcmp(id, m->build_id, id_len));
-	if (!trusted) {
-		/* Replaced on disk since it was mapped: never guess. */
-		elf_end(elf);
-		close(fd);
-		goto try_debug_only;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
+			return true;
 	}
-	if (load_segments(o, elf) == 0 && load_symbols(o, elf, &has_symtab) == 0) {
-		o->ok = true;
-		if (!has_symtab) {
-			/* Stripped: the full symbol table lives in a debug file. */
-			if (m->build_id_len) {
-				debug_by_build_id(m->build_id, m->build_id_len, dbg, sizeof(dbg));
-				if (access(dbg, R_OK) == 0) {
-					load_debug_file(o, dbg);
-					goto out;
-				}
-			}
-			if (find_debuglink(elf, m->path, dbg, sizeof(dbg)) == 0)
-				load_debug_file(o, dbg);
+	return false;
+}
+
+/*
+ * debuginfod, only when the user configured servers; the client caches.
+ * libdebuginfod (and the libcurl stack under it) is loaded with dlopen
+ * then, as libdw itself does: the collector starts fast and needs none of
+ * it otherwise.
+ */
+static int debuginfod_fd(struct kpp_symbolizer *s, const struct kpp_map *m)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	char *path = NULL;
+	int fd;
+
+	if (!urls || !*urls || !m->build_id_len)
+		return -ENOENT;
+	if (!s->dbgd_tried) {
+		void *h = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
+
+		s->dbgd_tried = true;
+		if (h) {
+			*(void **)&dbgd_fn.begin = dlsym(h, "debuginfod_begin");
+			*(void **)&dbgd_fn.find_debuginfo = dlsym(h, "debuginfod_find_debuginfo");
+			*(void **)&dbgd_fn.end = dlsym(h, "debuginfod_end");
+		}
+		if (dbgd_fn.begin && dbgd_fn.find_debuginfo && dbgd_fn.end)
+			s->dbgd = dbgd_fn.begin();
+		else
+			fprintf(stderr, "kpprof: DEBUGINFOD_URLS is set but libdebuginfod.so.1 cannot be loaded\n");
+	}
+	if (!s->dbgd)
+		return -ENOENT;
+	fd = dbgd_fn.find_debuginfo(s->dbgd, m->build_id, m->build_id_len, &path);
+	free(path);
+	return fd;
+}
+
+/*
+ * The separate debug file of @m: /usr/lib/debug/.build-id/, the
+ * .gnu_debuglink of @main_elf, then debuginfod.  Build-id checked.
+ */
+static Elf *find_debug(struct kpp_symbolizer *s, const struct kpp_map *m, Elf *main_elf,
+		       int *fd)
+{
+	char dbg[KPPROF_PATH_MAX];
+
+	*fd = -1;
+	if (m->build_id_len) {
+		debug_by_build_id(m->build_id, m->build_id_len, dbg, sizeof(dbg));
+		*fd = open_debug(dbg);
+		if (*fd >= 0 && !fd_has_build_id(*fd, m)) {
+			close(*fd);
+			*fd = -1;
 		}
 	}
-out:
-	elf_end(elf);
-	close(fd);
-	return;
+	if (*fd < 0 && main_elf && find_debuglink(main_elf, m->path, dbg, sizeof(dbg)) == 0)
+		*fd = open_debug(dbg);
+	if (*fd < 0) {
+		*fd = debuginfod_fd(s, m);
+		if (*fd >= 0 && !fd_has_build_id(*fd, m)) {
+			close(*fd);
+			*fd = -1;
+		}
+	}
+	return elf_of_fd(fd);
+}
 
-try_debug_only:
-	if (!m->build_id_len)
+static void keep_dwarf(struct object *o, Elf **elf, int *fd)
+{
+	o->dw = dwarf_begin_elf(*elf, DWARF_C_READ, NULL);
+	if (!o->dw)
 		return;
-	debug_by_build_id(m->build_id, m->build_id_len, dbg, sizeof(dbg));
-	elf = open_elf(dbg, &fd);
-	if (!elf)
-		return;
-	/* Debug files keep the program headers, so the bias still works. */
-	if (load_segments(o, elf) == 0 && load_symbols(o, elf, &has_symtab) == 0)
+	o->dw_elf = *elf;
+	o->dw_fd = *fd;
+	*elf = NULL;
+	*fd = -1;
+}
+
+static void object_load(struct kpp_symbolizer *s, struct object *o, uint32_t pid,
+			const struct kpp_map *m)
+{
+	bool has_symtab = false;
+	int fd = o->pending_fd >= 0 ? o->pending_fd : kpp_open_mapped(pid, m), dfd = -1;
+	Elf *elf, *delf = NULL;
+
+	o->pending_fd = -1;
+	elf = elf_of_fd(&fd);
+
+	if (elf && m->build_id_len && !fd_has_build_id(fd, m)) {
+		/* Not the file the process mapped (replaced, or a lie): never guess. */
+		elf_end(elf);
+		close(fd);
+		elf = NULL;
+		fd = -1;
+	}
+	if (elf) {
+		if (load_segments(o, elf, false) || load_symbols(o, elf, &has_symtab))
+			goto out;
 		o->ok = true;
-	elf_end(elf);
-	close(fd);
+		if (has_debug_info(elf))
+			keep_dwarf(o, &elf, &fd);
+		if (!has_symtab || !o->dw)
+			delf = find_debug(s, m, elf ? elf : o->dw_elf, &dfd);
+	} else {
+		/* Debug files keep the program headers, so the bias still works. */
+		delf = find_debug(s, m, NULL, &dfd);
+		if (!delf || load_segments(o, delf, true))
+			goto out;
+		o->ok = true;
+	}
+	if (delf) {
+		if (!has_symtab)
+			load_symbols(o, delf, &has_symtab);
+		if (!o->dw && has_debug_info(delf))
+			keep_dwarf(o, &delf, &dfd);
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	if (delf)
+		elf_end(delf);
+	if (dfd >= 0)
+		close(dfd);
 }
 
 static uint64_t hash_str(const char *s)
@@ -440,11 +590,28 @@ static uint64_t hash_str(const char *s)
 	return h;
 }
 
-static struct object *get_object(struct kpp_symbolizer *s, const struct kpp_map *m)
+static void object_reset(struct kpp_symbolizer *s, struct object *o)
+{
+	struct object keep = { .key = o->key, .next = o->next };
+
+	s->nr_symbols -= o->nr_syms;
+	o->key = NULL;
+	object_free_contents(o);
+	*o = keep;
+	o->dw_fd = -1;
+	o->pending_fd = -1;
+}
+
+/*
+ * get_object - @m's object; @load: parsed, else (prefetch) only opened, which
+ * is quick (the collector must keep up with the ring) and enough: the fd
+ * stays valid after the process exits, and is parsed at the first lookup.
+ */
+static struct object *get_object(struct kpp_symbolizer *s, uint32_t pid,
+				 const struct kpp_map *m, bool load)
 {
 	char key[KPPROF_PATH_MAX + 128];
 	struct object *o;
-	struct stat st;
 	size_t h;
 
 	if (m->build_id_len) {
@@ -452,60 +619,89 @@ static struct object *get_object(struct kpp_symbolizer *s, const struct kpp_map 
 
 		build_id_hex(m->build_id, m->build_id_len, hex);
 		snprintf(key, sizeof(key), "id:%s", hex);
-	} else if (stat(m->path, &st) == 0) {
-		snprintf(key, sizeof(key), "file:%s:%lu:%lu:%ld.%09ld", m->path,
-			 (unsigned long)st.st_dev, (unsigned long)st.st_ino,
-			 (long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 	} else {
-		snprintf(key, sizeof(key), "gone:%s", m->path);
+		/* No build-id: nothing says two mappings hold the same file. */
+		snprintf(key, sizeof(key), "map:%u:%llx:%llx:%llx:%s", pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end,
+			 (unsigned long long)m->offset, m->path);
 	}
 	h = hash_str(key) % OBJ_HASH;
 	for (o = s->objs[h]; o; o = o->next)
 		if (!strcmp(o->key, key))
+			break;
+	if (o && o->loaded && (o->ok || !pid || o->tried_pid))
+		return o;
+	if (o && !o->loaded) {
+		if (!load)
 			return o;
-	o = calloc(1, sizeof(*o));
-	if (!o)
-		return NULL;
-	o->key = strdup(key);
-	if (!o->key) {
-		free(o);
-		return NULL;
+		goto parse;
 	}
-	object_load(o, m);
+	if (o) {
+		/* Failed without the process; it lives now: try through /proc. */
+		object_reset(s, o);
+	} else {
+		o = calloc(1, sizeof(*o));
+		if (!o)
+			return NULL;
+		o->dw_fd = -1;
+		o->pending_fd = -1;
+		o->key = strdup(key);
+		if (!o->key) {
+			free(o);
+			return NULL;
+		}
+		o->next = s->objs[h];
+		s->objs[h] = o;
+		s->nr_objects++;
+	}
+	o->tried_pid = pid != 0;
+	if (!load) {
+		o->pending_fd = kpp_open_mapped(pid, m);
+		return o;
+	}
+parse:
+	o->loaded = true;
+	object_load(s, o, pid, m);
 	if (o->nr_syms)
 		qsort(o->syms, o->nr_syms, sizeof(*o->syms), cmp_sym);
-	o->next = s->objs[h];
-	s->objs[h] = o;
-	s->nr_objects++;
 	s->nr_symbols += o->nr_syms;
 	return o;
 }
 
-int kpp_symbolizer__lookup(struct kpp_symbolizer *s, const struct kpp_map *m,
-			   uint64_t addr, struct kpp_sym *out)
+void kpp_symbolizer__prefetch(struct kpp_symbolizer *s, uint32_t pid, const struct kpp_map *m)
 {
-	struct object *o = get_object(s, m);
-	const struct seg *seg = NULL;
-	uint64_t v;
-	size_t lo, hi;
+	get_object(s, pid, m, false);
+}
 
-	if (!o || !o->ok || !o->nr_syms)
-		return -ENOENT;
+/*
+ * The segment the mapping at file offset @off shows: the executable one
+ * whose file range holds it (a text mapping's first page can also belong
+ * to the read-only segment before it), else any that holds it.
+ */
+static const struct seg *pick_seg(const struct object *o, uint64_t off)
+{
+	const struct seg *any = NULL, *first_x = NULL;
+
 	for (size_t i = 0; i < o->nr_segs; i++) {
 		const struct seg *g = &o->segs[i];
+		bool in = (g->offset & ~0xfffULL) <= off && off < g->offset + g->size;
 
-		if ((g->offset & ~0xfffULL) <= m->offset && m->offset < g->offset + g->filesz) {
-			seg = g;
-			break;
-		}
+		if (in && g->exec)
+			return g;
+		if (in && !any)
+			any = g;
+		if (g->exec && !first_x)
+			first_x = g;
 	}
-	if (!seg)
-		seg = &o->segs[0];
-	v = addr - 1 - m->start + m->offset + (seg->vaddr - seg->offset);
+	return any ? any : first_x ? first_x : &o->segs[0];
+}
+
+static const struct sym *find_sym(struct object *o, uint64_t v)
+{
+	size_t lo = 0, hi = o->nr_syms, i;
+	struct sym *sym;
 
 	/* The last symbol starting at or below v. */
-	lo = 0;
-	hi = o->nr_syms;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -515,22 +711,86 @@ int kpp_symbolizer__lookup(struct kpp_symbolizer *s, const struct kpp_map *m,
 			hi = mid;
 	}
 	if (!lo)
-		return -ENOENT;
+		return NULL;
 	/* Among symbols at the same address, the first (sized) one. */
-	size_t i = lo - 1;
-
+	i = lo - 1;
 	while (i > 0 && o->syms[i - 1].addr == o->syms[i].addr)
 		i--;
-	struct sym *sym = &o->syms[i];
-
+	sym = &o->syms[i];
 	if (sym->size && v >= sym->addr + sym->size)
-		return -ENOENT;
+		return NULL;
 	if (!sym->tried_demangle) {
 		sym->demangled = kpp_demangle(o->names + sym->name);
 		sym->tried_demangle = true;
 	}
-	out->system_name = o->names + sym->name;
-	out->name = sym->demangled ? sym->demangled : out->system_name;
-	out->start = sym->addr;
+	return sym;
+}
+
+int kpp_symbolizer__lookup_pid(struct kpp_symbolizer *s, uint32_t pid,
+			       const struct kpp_map *m, uint64_t addr, struct kpp_sym *out)
+{
+	struct object *o = get_object(s, pid, m, true);
+	const struct sym *sym;
+	const struct seg *seg;
+	unsigned int n = 0, k = 0;
+	uint64_t v;
+
+	if (!o || !o->ok)
+		return -ENOENT;
+	seg = pick_seg(o, m->offset);
+	/* a return address: look up the call, a - 1 */
+	v = addr - 1 - m->start + m->offset + (seg->vaddr - seg->offset);
+	sym = find_sym(o, v);
+	out->nr_frames = 0;
+	out->has_lines = false;
+	if (sym) {
+		out->system_name = o->names + sym->name;
+		out->name = sym->demangled ? sym->demangled : out->system_name;
+		out->start = sym->addr;
+	}
+	if (o->dw)
+		n = kpp_dwarf__frames(o->dw, v, out->frames, KPP_INLINE_MAX, s->paths);
+	/* Inlined frames without a name say nothing: leave them out. */
+	for (unsigned int i = 0; i < n; i++) {
+		struct kpp_frame *f = &out->frames[i];
+
+		if (!f->name && i + 1 < n)
+			continue;
+		if (f->name) {
+			f->system_name = f->name;
+			f->name = demangled(s, f->name);
+		}
+		out->frames[k++] = *f;
+	}
+	n = k;
+	if (n) {
+		struct kpp_frame *outer = &out->frames[n - 1];
+
+		out->has_lines = true;
+		if (sym) {
+			/* The symbol table names the real function exactly. */
+			outer->name = out->name;
+			outer->system_name = out->system_name;
+		} else if (outer->name) {
+			out->name = outer->name;
+			out->system_name = outer->system_name;
+			out->start = v;
+		} else {
+			return -ENOENT;
+		}
+	} else if (sym) {
+		out->frames[0] = (struct kpp_frame){ .name = out->name,
+						     .system_name = out->system_name };
+		n = 1;
+	} else {
+		return -ENOENT;
+	}
+	out->nr_frames = n;
 	return 0;
+}
+
+int kpp_symbolizer__lookup(struct kpp_symbolizer *s, const struct kpp_map *m,
+			   uint64_t addr, struct kpp_sym *out)
+{
+	return kpp_symbolizer__lookup_pid(s, 0, m, addr, out);
 }
