@@ -11,8 +11,10 @@
  *   operation                          who may do it
  *   ---------------------------------  ------------------------------------
  *   open(2)                            anyone
- *   KPPROF_IOC_SUBMIT or write(2) one  anyone, or members of the group set
- *   record (producer)                  by the module parameter producer_gid
+ *   KPPROF_IOC_SUBMIT or write(2) one  a file opened by anyone, or, with the
+ *   record (producer)                  module parameter producer_gid, by a
+ *                                      member of that group or a holder of
+ *                                      CAP_PERFMON or CAP_SYS_ADMIN
  *   mmap config page (pgoff 0), r/o    anyone
  *   KPPROF_IOC_GET_INFO                anyone
  *   KPPROF_IOC_GET_CONFIG              anyone
@@ -22,24 +24,36 @@
  *   KPPROF_IOC_GET_STATS               CAP_PERFMON or CAP_SYS_ADMIN
  *   KPPROF_IOC_CONSUMER_ATTACH         CAP_PERFMON or CAP_SYS_ADMIN, and
  *                                      only one file at a time (EBUSY)
+ *   KPPROF_IOC_CONSUMER_DETACH         the attached consumer file only
  *   mmap consumer page / ring, poll    the attached consumer file only
  *
- * Errors: EPERM for a missing privilege, ENOTTY for an unknown ioctl,
- * EFAULT for a bad user pointer, EINVAL for a malformed argument or record
- * (nothing is changed, nothing enters the ring), E2BIG for an argument
- * struct larger than this kernel knows whose extra bytes are not zero,
- * ENOBUFS when a valid record is dropped because the ring is full,
- * ECANCELED when a valid record is dropped because the flag of its profile
- * (KPPROF_CFG_*) is off.  Drops are counted in kpprof_stats.dropped[].
+ * Producer permission is decided once, when the file is opened, from the
+ * opener's credentials (its groups and capabilities then): a file keeps
+ * that decision whoever writes through it later.  A file opened by root
+ * and kept across setuid(), or handed to an unprivileged helper, still
+ * writes; a file opened by an outsider and handed to a setuid program does
+ * not.  CAP_PERFMON (or CAP_SYS_ADMIN) at open() bypasses producer_gid.
+ * The record's uid is the writer's at the time of the write.
+ *
+ * Fairness: the unread records of one uid may take at most
+ * kpprof_info.producer_share bytes of the ring (module parameter
+ * producer_share, a percentage, default 50); beyond it, that uid's
+ * records are dropped (ENOBUFS, KPPROF_DROP_SHARE) while other uids still
+ * find room.  A uid's bytes come back as the consumer reads its records.
  *
  * Extensible structs follow the copy_struct_from_user() rule: each is
  * versioned by its size, which is encoded in the ioctl number; new members
  * are only ever appended, 64-bit aligned.  The kernel accepts any size
- * from KPPROF_<X>_SIZE_VER0 up to PAGE_SIZE - 1: a shorter struct is
- * zero-extended, a longer one is accepted only if its tail is zero.
+ * from KPPROF_<X>_SIZE_VER0 up to PAGE_SIZE: a shorter struct is
+ * zero-extended, a longer one is accepted only if its tail is zero.  A
+ * size below VER0 is EINVAL, one above PAGE_SIZE E2BIG (as clone3(2) and
+ * openat2(2)).
  * Output structs are copied up to the caller's size, zero-filled.
  *
- * Memory map (offsets in pages of the device file):
+ * Memory map (offsets in pages of the device file).  No mapping may be
+ * executable (mmap with PROT_EXEC: EPERM; mprotect: EACCES), nor grown by
+ * mremap(); the consumer's two mappings are not inherited across fork()
+ * and left out of core dumps (as perf's); the config page is inherited.
  *
  *   pgoff 0            config page, PROT_READ only: struct kpprof_config_page
  *   pgoff 1            consumer page, read-write: __u64 cons_pos at offset 0
@@ -60,7 +74,22 @@
  * entry whose len has KPPROF_RING_BUSY set is still being written: stop
  * there and retry later.  An entry with KPPROF_RING_DISCARD set is skipped.
  * After reading, the consumer stores the new cons_pos with release
- * semantics.  Space is only reclaimed when cons_pos moves.
+ * semantics.  Space is reclaimed once cons_pos has moved past an entry (the
+ * kernel notices on a later write).  Each attach starts the new consumer's
+ * cons_pos at the first entry no earlier consumer read, on an entry
+ * boundary, whatever the last one left there.
+ *
+ * Records are in ring order by reservation, which is cycle order; time_ns
+ * is taken after the reservation, so two records from different CPUs can
+ * have time_ns in the opposite order of their ring order.  Sort by time_ns
+ * if you need time order; never assume it from ring order.
+ *
+ * Wake-ups: poll(2) on the consumer file reports POLLIN when the entry at
+ * cons_pos is complete.  A producer wakes a sleeping consumer once
+ * wakeup_watermark bytes (module parameter) are unread; a cycle record
+ * always wakes it, and the cycle timer wakes it for anything pending.  With
+ * cycle_period_ms 0, fewer unread bytes than the watermark do not end a
+ * poll() without a timeout.
  */
 #ifndef _UAPI_KPPROF_H
 #define _UAPI_KPPROF_H
@@ -116,7 +145,9 @@
  *                   records deeper than this are rejected.
  * @cycle_period_ms: period of the timer that advances the cycle; 0 stops
  *                   the timer, otherwise in [KPPROF_CYCLE_PERIOD_MS_MIN,
- *                   KPPROF_CYCLE_PERIOD_MS_MAX].
+ *                   KPPROF_CYCLE_PERIOD_MS_MAX].  The timer runs only
+ *                   while a consumer is attached, and is deferrable: on an
+ *                   idle CPU it fires with the next thing that wakes it.
  * @flags:           KPPROF_CFG_* bits; a profile is sampled only when its
  *                   bit is set and its rate is non-zero.  Unknown bits:
  *                   EINVAL.
@@ -140,11 +171,15 @@ struct kpprof_config {
  * struct kpprof_config_page - what pgoff 0 of the device maps, read-only
  * @seq:         generation counter, a seqcount: odd while the kernel is
  *               updating @config, incremented by 2 per update.  Readers
- *               load @seq (acquire), copy @config, load @seq again and
- *               retry if it was odd or changed.  A shim caches the last
- *               even value it saw and re-reads only when it changes.
+ *               load @seq with acquire semantics, copy @config, then issue
+ *               an acquire fence (__atomic_thread_fence(__ATOMIC_ACQUIRE);
+ *               it orders the copy's loads before the next load), load
+ *               @seq again and retry if it was odd or changed.  A shim
+ *               caches the last even value it saw and re-reads only when
+ *               it changes.
  * @abi_version: KPPROF_ABI_VERSION.
- * @cycle:       the current cycle, for information only.
+ * @cycle:       the current cycle, for information only; it never goes
+ *               backwards.
  * @config:      the configuration in force.
  */
 struct kpprof_config_page {
@@ -170,6 +205,8 @@ struct kpprof_config_page {
  * @ring_size:       bytes of ring data (a power of two).
  * @max_record_size: largest record write(2) accepts, in bytes.
  * @producer_gid:    group allowed to write records, or -1 for anyone.
+ * @producer_share:  ring bytes the unread records of one uid may take;
+ *                   a record beyond it is dropped (KPPROF_DROP_SHARE).
  * @reserved:        zero.
  */
 struct kpprof_info {
@@ -179,7 +216,8 @@ struct kpprof_info {
 	__u64 ring_size;
 	__u32 max_record_size;
 	__s32 producer_gid;
-	__u64 reserved[4];
+	__u64 producer_share;
+	__u64 reserved[3];
 };
 
 #define KPPROF_INFO_SIZE_VER0	64
@@ -190,6 +228,8 @@ struct kpprof_info {
 enum {
 	KPPROF_DROP_RING_FULL = 0,	/* no room between prod and cons */
 	KPPROF_DROP_DISABLED = 1,	/* the profile's flag is off */
+	/* the writer's uid holds its share (kpprof_info.producer_share) */
+	KPPROF_DROP_SHARE = 2,
 	KPPROF_DROP_REASONS = 4		/* size of the array, room to grow */
 };
 
@@ -260,7 +300,12 @@ struct kpprof_format_arg {
 
 /* ------------------------------------------------------------ ioctls */
 
-#define KPPROF_IOC_MAGIC	0xB7
+/*
+ * 0xBA: free in Documentation/userspace-api/ioctl/ioctl-number.rst (6.1) and
+ * in the UAPI headers of 6.12 (0xB7 is nsfs's and remoteproc's, 0xB8
+ * Marvell's cn10k DPI's since 6.12).
+ */
+#define KPPROF_IOC_MAGIC	0xBA
 
 #define KPPROF_IOC_GET_INFO	_IOR(KPPROF_IOC_MAGIC, 0x00, struct kpprof_info)
 #define KPPROF_IOC_GET_CONFIG	_IOR(KPPROF_IOC_MAGIC, 0x01, struct kpprof_config)
@@ -282,6 +327,12 @@ struct kpprof_format_arg {
  * number) it fails with ENOTTY instead of writing into that file.
  */
 #define KPPROF_IOC_SUBMIT	_IO(KPPROF_IOC_MAGIC, 0x07)
+/*
+ * The consumer stops being the consumer (close(2) does the same); no
+ * argument.  EINVAL on a file that is not the consumer.  Its mappings stay
+ * but must no longer be used: the next consumer's cons_pos is the same.
+ */
+#define KPPROF_IOC_CONSUMER_DETACH _IO(KPPROF_IOC_MAGIC, 0x08)
 
 /* ------------------------------------------------------------ ring */
 
@@ -334,8 +385,9 @@ enum {
  * @tgid:    kernel-owned: process id (initial pid namespace).
  * @tid:     kernel-owned: thread id (initial pid namespace).
  * @uid:     kernel-owned: real uid (initial user namespace).
- * @cpu:     kernel-owned: CPU the record was written on.
- * @time_ns: kernel-owned: CLOCK_MONOTONIC when the kernel accepted it.
+ * @cpu:     kernel-owned: CPU the record entered the ring on.
+ * @time_ns: kernel-owned: CLOCK_MONOTONIC when the kernel accepted it;
+ *           not monotonic in ring order across CPUs (see The ring).
  * @cycle:   kernel-owned: the cycle in which the kernel accepted it.
  *
  * Kernel-owned fields must be zero in a write; any other value is EINVAL
@@ -444,8 +496,8 @@ struct kpprof_rec_munmap {
 /* Bits of kpprof_rec_comm.reason. */
 #define KPPROF_COMM_START	0	/* the shim initialised in a process */
 #define KPPROF_COMM_FORK	1	/* a forked child */
-#define KPPROF_COMM_EXEC	2	/* the process is about to exec: the
-					 * image that sampled ends here */
+/* the process is about to exec: the image that sampled ends here */
+#define KPPROF_COMM_EXEC	2
 #define KPPROF_COMM_EXIT	3	/* the process is exiting */
 
 /**
@@ -463,11 +515,13 @@ struct kpprof_rec_comm {
 };
 
 /* Values of kpprof_rec_note.what. */
-#define KPPROF_NOTE_SECCOMP	1	/* a seccomp filter is in force: the shim
-					 * stopped emitting; @value: events it
-					 * has not sent since */
-#define KPPROF_NOTE_NO_HEAP	2	/* malloc is not interposed (an allocator
-					 * linked statically): no heap profile */
+/*
+ * A seccomp filter is in force: the shim stopped emitting; @value: events
+ * it has not sent since.
+ */
+#define KPPROF_NOTE_SECCOMP	1
+/* malloc is not interposed (an allocator linked statically): no heap profile */
+#define KPPROF_NOTE_NO_HEAP	2
 
 /**
  * struct kpprof_rec_note - KPPROF_REC_NOTE: a producer reports on itself
@@ -488,8 +542,8 @@ struct kpprof_rec_note {
  * @hdr:     header; hdr.cycle is the new cycle, every later entry in the
  *           ring has a cycle >= hdr.cycle, so cycle hdr.cycle - 1 is
  *           complete once this entry is read.  tgid/tid/uid are 0.
- *           The timer writes one only while a consumer is attached (the
- *           ioctl always does); a cycle record can also be dropped when
+ *           The timer runs only while a consumer is attached (the ioctl
+ *           always writes one); a cycle record can also be dropped when
  *           the ring is full;
  *           any entry with hdr.cycle > k proves cycle k complete too.
  * @reason:  0 timer, 1 ioctl.

@@ -7,14 +7,16 @@
 #ifndef _KPP_COMPAT_H
 #define _KPP_COMPAT_H
 
-#include <linux/version.h>
 #include <linux/mm.h>
 
 /*
+ * Each KPP_HAVE_* comes from Kbuild, which looks for the feature in the
+ * kernel headers the module is built against.
+ *
  * vm_flags became read-only in 6.3: writers go through vm_flags_set() and
  * vm_flags_clear(), which also assert the mmap lock is held.
  */
-#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 3, 0)
+#ifndef KPP_HAVE_VM_FLAGS_SET
 static inline void kpp_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 {
 	vma->vm_flags |= flags;

@@ -8,12 +8,16 @@
  * The page is a seqcount: @seq is odd while the kernel rewrites the
  * configuration and grows by 2 per change.  Only config changes, made
  * under @lock, touch @seq and @config; the cycle field is informational
- * and written on its own.
+ * and written on its own, as a running maximum, so that two cycle
+ * advances that publish out of order never move it backwards.
+ *
+ * The cycle timer runs only while a consumer is attached (nothing reads
+ * cycles otherwise), and is deferrable: it never wakes an idle CPU, it
+ * fires with the next thing that does.
  */
 #include <linux/mm.h>
 #include <linux/gfp.h>
 #include <linux/jiffies.h>
-#include <linux/io.h>
 #include <linux/bits.h>
 #include "kpp.h"
 #include "compat.h"
@@ -41,9 +45,9 @@ static void kpp_config_cycle_fn(struct work_struct *work)
 	kpp_config_publish_cycle(cs, cycle);
 	kpp_ring_wake_if_pending(&kpp_dev.ring);
 
-	/* a config change that stops the timer cancels us synchronously */
+	/* what stops the timer cancels us synchronously, under cs->lock */
 	period = READ_ONCE(cs->cur.cycle_period_ms);
-	if (period)
+	if (period && READ_ONCE(cs->timer_on))
 		schedule_delayed_work(&cs->cycle_work, msecs_to_jiffies(period));
 }
 
@@ -69,17 +73,39 @@ int kpp_config_init(struct kpp_config_state *cs)
 		return -ENOMEM;
 
 	mutex_init(&cs->lock);
-	INIT_DELAYED_WORK(&cs->cycle_work, kpp_config_cycle_fn);
+	cs->timer_on = false;
+	INIT_DEFERRABLE_WORK(&cs->cycle_work, kpp_config_cycle_fn);
 	cs->page->abi_version = KPPROF_ABI_VERSION;
 
 	mutex_lock(&cs->lock);
 	cs->cur = kpp_config_default;
 	kpp_config_write_page(cs);
 	mutex_unlock(&cs->lock);
-
-	schedule_delayed_work(&cs->cycle_work,
-			      msecs_to_jiffies(cs->cur.cycle_period_ms));
 	return 0;
+}
+
+/* kpp_config_timer_start - a consumer attached: run the cycle timer */
+void kpp_config_timer_start(struct kpp_config_state *cs)
+{
+	mutex_lock(&cs->lock);
+	cs->timer_on = true;
+	if (cs->cur.cycle_period_ms)
+		mod_delayed_work(system_wq, &cs->cycle_work,
+				 msecs_to_jiffies(cs->cur.cycle_period_ms));
+	mutex_unlock(&cs->lock);
+}
+
+/*
+ * kpp_config_timer_stop - the consumer left: stop the cycle timer.  Under
+ * @lock, so that a consumer attaching meanwhile cannot have its timer
+ * cancelled by us (the work never takes @lock).
+ */
+void kpp_config_timer_stop(struct kpp_config_state *cs)
+{
+	mutex_lock(&cs->lock);
+	cs->timer_on = false;
+	cancel_delayed_work_sync(&cs->cycle_work);
+	mutex_unlock(&cs->lock);
 }
 
 /* kpp_config_free - stop the timer and free the page; nothing maps it any more */
@@ -143,7 +169,7 @@ int kpp_config_set(struct kpp_config_state *cs, const struct kpprof_config *in)
 	WRITE_ONCE(cs->cur.flags, in->flags);
 	kpp_config_write_page(cs);
 
-	if (in->cycle_period_ms != old_period) {
+	if (in->cycle_period_ms != old_period && cs->timer_on) {
 		if (in->cycle_period_ms)
 			mod_delayed_work(system_wq, &cs->cycle_work,
 					 msecs_to_jiffies(in->cycle_period_ms));
@@ -165,25 +191,36 @@ u32 kpp_config_flags(struct kpp_config_state *cs)
 	return READ_ONCE(cs->cur.flags);
 }
 
+/*
+ * kpp_config_publish_cycle - show @cycle on the config page, unless a
+ * later cycle is already there: the ioctl and the timer may advance the
+ * cycle at once and publish in either order.
+ */
 void kpp_config_publish_cycle(struct kpp_config_state *cs, u64 cycle)
 {
-	WRITE_ONCE(cs->page->cycle, cycle);
+	u64 old = READ_ONCE(cs->page->cycle);
+
+	while (old < cycle && !try_cmpxchg(&cs->page->cycle, &old, cycle))
+		;
 }
 
 /**
  * kpp_config_mmap - map the config page read-only, for anyone
  * @cs:  the configuration state.
- * @vma: exactly one page, never writable.
+ * @vma: exactly one page, never writable nor executable.
+ *
+ * The page is ordinary RAM with a struct page, so it is inserted as one
+ * (vm_insert_page(), refcounted), not as a raw pfn.  Unlike the ring, a
+ * fork()ed child keeps it: a producer's child reads its config too.
  */
 int kpp_config_mmap(struct kpp_config_state *cs, struct vm_area_struct *vma)
 {
 	if (vma->vm_end - vma->vm_start != PAGE_SIZE)
 		return -EINVAL;
-	if (vma->vm_flags & VM_WRITE)
+	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
 		return -EPERM;
-	/* no mprotect() to writable later */
-	kpp_vm_flags_clear(vma, VM_MAYWRITE);
-	return remap_pfn_range(vma, vma->vm_start,
-			       virt_to_phys(cs->page) >> PAGE_SHIFT,
-			       PAGE_SIZE, vma->vm_page_prot);
+	kpp_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	/* no mprotect() to writable or executable later */
+	kpp_vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
+	return vm_insert_page(vma, vma->vm_start, virt_to_page(cs->page));
 }

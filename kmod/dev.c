@@ -5,6 +5,12 @@
  * page; consuming, configuring and reading statistics need CAP_PERFMON or
  * CAP_SYS_ADMIN, and only one file at a time may be the consumer.
  *
+ * Whether a file may write records (producer_gid) is decided once, when it
+ * is opened, from the opener's credentials (file->f_cred), and kept in
+ * file->private_data: a descriptor handed to a setuid program, or kept
+ * across setuid() by its opener, writes as the open allowed, and a write
+ * costs no capability check (nor the audit record a denied one logs).
+ *
  * Extensible ioctl arguments follow seccomp's recipe: dispatch on the
  * command with its size bits masked off, take the size from the command,
  * and copy_struct_from_user() (input) or a zero-filled copy (output).
@@ -27,13 +33,30 @@ static bool kpp_is_consumer(struct file *file)
 	return READ_ONCE(kpp_dev.consumer) == file;
 }
 
-static bool kpp_producer_allowed(void)
+/* file->private_data of a file whose opener may write records */
+#define KPP_FILE_PRODUCER	((void *)1UL)
+
+/*
+ * kpp_open - decide, once, whether this file may write records, with the
+ * file's credentials (at open() they are the opener's).  The capability
+ * check logs no audit record: a file that may not write is no denial yet
+ * (it may consume, or only read the config).
+ */
+static int kpp_open(struct inode *inode, struct file *file)
 {
 	int gid = READ_ONCE(kpp_dev.producer_gid);
+	const struct cred *old;
+	bool allowed = true;
 
-	if (gid < 0)
-		return true;
-	return in_group_p(make_kgid(&init_user_ns, gid)) || perfmon_capable();
+	if (gid >= 0) {
+		old = override_creds(file->f_cred);
+		allowed = in_group_p(make_kgid(&init_user_ns, gid)) ||
+			  ns_capable_noaudit(&init_user_ns, CAP_PERFMON) ||
+			  ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
+		revert_creds(old);
+	}
+	file->private_data = allowed ? KPP_FILE_PRODUCER : NULL;
+	return 0;
 }
 
 /*
@@ -41,21 +64,23 @@ static bool kpp_producer_allowed(void)
  * offer it to the ring: what write(2) and KPPROF_IOC_SUBMIT share.
  * Returns 0 or a negative errno (ENOBUFS and ECANCELED count a drop).
  */
-static int kpp_submit(const char __user *ubuf, size_t len)
+static int kpp_submit(struct file *file, const char __user *ubuf, size_t len)
 {
 	/*
-	 * Stack records, the common case, are copied on the stack.  Not
-	 * zero-initialised (CONFIG_INIT_STACK_ALL_ZERO would clear 1 KiB per
-	 * write): only the @len bytes copy_from_user() fills are ever read.
+	 * Records without a stack (frees, unmaps, names, notes: 56 to 64
+	 * bytes) are copied on the stack: 64 bytes of frame save them an
+	 * allocation.  Not zero-initialised (CONFIG_INIT_STACK_ALL_ZERO): only
+	 * the @len bytes copy_from_user() fills are ever read.
 	 */
-	u64 stackbuf[KPP_STACK_RECORD_SIZE_MAX / sizeof(u64)] __uninitialized;
+	u64 small[KPP_SMALL_RECORD_MAX / sizeof(u64)] __uninitialized;
 	struct kpp_ring *rb = &kpp_dev.ring;
 	struct kpp_stamp stamp;
-	void *buf = stackbuf;
+	bool cached;
+	void *buf;
 	u32 flag;
 	int err;
 
-	if (!kpp_producer_allowed()) {
+	if (file->private_data != KPP_FILE_PRODUCER) {
 		err = -EPERM;
 		goto err_reject;
 	}
@@ -63,19 +88,29 @@ static int kpp_submit(const char __user *ubuf, size_t len)
 		err = -EINVAL;
 		goto err_reject;
 	}
-	if (len > sizeof(stackbuf)) {
+	/*
+	 * Stack records, the common case, go to a buffer of the record cache
+	 * (not onto the kernel stack: 1 KiB of it per write), bigger ones
+	 * (mappings) to kmalloc.  Neither is zeroed: only the @len bytes
+	 * copy_from_user() fills are ever read, validated and copied on.
+	 */
+	cached = len <= KPP_STACK_RECORD_SIZE_MAX;
+	if (len <= sizeof(small))
+		buf = small;
+	else if (cached)
+		buf = kmem_cache_alloc(kpp_dev.rec_cache, GFP_KERNEL);
+	else
 		buf = kmalloc(len, GFP_KERNEL);
-		if (!buf)
-			return -ENOMEM;
-	}
+	if (!buf)
+		return -ENOMEM;
 	if (copy_from_user(buf, ubuf, len)) {
 		err = -EFAULT;
-		goto err_reject;
+		goto err_reject_free;
 	}
 	err = kpp_record_validate(buf, len,
 				  kpp_config_max_depth(&kpp_dev.config));
 	if (err)
-		goto err_reject;
+		goto err_reject_free;
 
 	flag = kpp_record_flag(((struct kpprof_record *)buf)->kind);
 	if (flag && !(kpp_config_flags(&kpp_dev.config) & flag)) {
@@ -89,22 +124,29 @@ static int kpp_submit(const char __user *ubuf, size_t len)
 	stamp.tgid = task_tgid_nr(current);
 	stamp.tid = task_pid_nr(current);
 	stamp.uid = from_kuid_munged(&init_user_ns, current_uid());
-	stamp.cpu = raw_smp_processor_id();
 	err = kpp_ring_output(rb, buf, len, &stamp);
 	goto out;
 
-err_reject:
+err_reject_free:
 	atomic64_inc(&rb->rejected);
 out:
-	if (buf != stackbuf)
+	if (buf == small)
+		return err;
+	if (cached)
+		kmem_cache_free(kpp_dev.rec_cache, buf);
+	else
 		kfree(buf);
+	return err;
+
+err_reject:
+	atomic64_inc(&rb->rejected);
 	return err;
 }
 
 static ssize_t kpp_write(struct file *file, const char __user *ubuf,
 			 size_t len, loff_t *ppos)
 {
-	int err = kpp_submit(ubuf, len);
+	int err = kpp_submit(file, ubuf, len);
 
 	return err ? err : len;
 }
@@ -115,14 +157,14 @@ static ssize_t kpp_write(struct file *file, const char __user *ubuf,
  * means nothing to any other file (ENOTTY), so a producer whose fd number
  * was reused by the program cannot write a record into the program's file.
  */
-static long kpp_ioctl_submit(const void __user *uarg)
+static long kpp_ioctl_submit(struct file *file, const void __user *uarg)
 {
 	const struct kpprof_record __user *urec = uarg;
 	u32 size;
 
 	if (get_user(size, &urec->size))
 		return -EFAULT;
-	return kpp_submit(uarg, size);
+	return kpp_submit(file, uarg, size);
 }
 
 /* Copy an output struct of @ksize bytes to a caller's struct of @usize. */
@@ -146,6 +188,7 @@ static long kpp_ioctl_get_info(void __user *uarg, size_t usize)
 		.ring_size = kpp_dev.ring.size,
 		.max_record_size = KPP_RECORD_SIZE_MAX,
 		.producer_gid = READ_ONCE(kpp_dev.producer_gid),
+		.producer_share = kpp_dev.ring.share_max,
 	};
 
 	return kpp_copy_struct_out(uarg, usize, &info, sizeof(info));
@@ -215,31 +258,66 @@ static long kpp_ioctl_advance_cycle(void __user *uarg)
 	return put_user(cycle, (u64 __user *)uarg);
 }
 
+/*
+ * The consumer's ring starts at the first entry no earlier consumer read
+ * (kpp_ring_attach()), and the cycle timer runs while it is attached.
+ */
 static long kpp_ioctl_attach(struct file *file)
 {
 	long ret = 0;
 
 	mutex_lock(&kpp_dev.consumer_lock);
-	if (kpp_dev.consumer == file)
+	if (kpp_dev.consumer == file) {
 		ret = 0;
-	else if (kpp_dev.consumer)
+	} else if (kpp_dev.consumer) {
 		ret = -EBUSY;
-	else
+	} else {
+		kpp_ring_attach(&kpp_dev.ring);
 		WRITE_ONCE(kpp_dev.consumer, file);
+		kpp_config_timer_start(&kpp_dev.config);
+	}
 	mutex_unlock(&kpp_dev.consumer_lock);
 	return ret;
 }
 
-/* Sizes an extensible argument may have: VER0 up to below a page. */
-static bool kpp_usize_ok(size_t usize, size_t ver0)
+/* kpp_consumer_detach - stop being the consumer; false if @file is not */
+static bool kpp_consumer_detach(struct file *file)
 {
-	return usize >= ver0 && usize < PAGE_SIZE;
+	bool was = false;
+
+	mutex_lock(&kpp_dev.consumer_lock);
+	if (kpp_dev.consumer == file) {
+		WRITE_ONCE(kpp_dev.consumer, NULL);
+		kpp_config_timer_stop(&kpp_dev.config);
+		was = true;
+	}
+	mutex_unlock(&kpp_dev.consumer_lock);
+	return was;
+}
+
+static long kpp_ioctl_detach(struct file *file)
+{
+	return kpp_consumer_detach(file) ? 0 : -EINVAL;
+}
+
+/*
+ * Sizes an extensible argument may have: VER0 up to a page.  As clone3()
+ * and openat2(): a size above the page is E2BIG, one below VER0 EINVAL.
+ */
+static int kpp_usize_check(size_t usize, size_t ver0)
+{
+	if (usize > PAGE_SIZE)
+		return -E2BIG;
+	if (usize < ver0)
+		return -EINVAL;
+	return 0;
 }
 
 static long kpp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	void __user *uarg = (void __user *)arg;
 	size_t usize = _IOC_SIZE(cmd);
+	int err;
 
 	BUILD_BUG_ON(sizeof(struct kpprof_config) != KPPROF_CONFIG_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct kpprof_info) != KPPROF_INFO_SIZE_VER0);
@@ -257,33 +335,40 @@ static long kpp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 			return -EPERM;
 		return kpp_ioctl_attach(file);
 	case KPPROF_IOC_SUBMIT:
-		return kpp_ioctl_submit(uarg);
+		return kpp_ioctl_submit(file, uarg);
+	case KPPROF_IOC_CONSUMER_DETACH:
+		return kpp_ioctl_detach(file);
 	}
 
 	switch (KPP_IOC_BASE(cmd)) {
 	case KPP_IOC_BASE(KPPROF_IOC_GET_INFO):
-		if (!kpp_usize_ok(usize, KPPROF_INFO_SIZE_VER0))
-			return -EINVAL;
+		err = kpp_usize_check(usize, KPPROF_INFO_SIZE_VER0);
+		if (err)
+			return err;
 		return kpp_ioctl_get_info(uarg, usize);
 	case KPP_IOC_BASE(KPPROF_IOC_GET_CONFIG):
-		if (!kpp_usize_ok(usize, KPPROF_CONFIG_SIZE_VER0))
-			return -EINVAL;
+		err = kpp_usize_check(usize, KPPROF_CONFIG_SIZE_VER0);
+		if (err)
+			return err;
 		return kpp_ioctl_get_config(uarg, usize);
 	case KPP_IOC_BASE(KPPROF_IOC_SET_CONFIG):
-		if (!kpp_usize_ok(usize, KPPROF_CONFIG_SIZE_VER0))
-			return -EINVAL;
+		err = kpp_usize_check(usize, KPPROF_CONFIG_SIZE_VER0);
+		if (err)
+			return err;
 		if (!perfmon_capable())
 			return -EPERM;
 		return kpp_ioctl_set_config(uarg, usize);
 	case KPP_IOC_BASE(KPPROF_IOC_GET_STATS):
-		if (!kpp_usize_ok(usize, KPPROF_STATS_SIZE_VER0))
-			return -EINVAL;
+		err = kpp_usize_check(usize, KPPROF_STATS_SIZE_VER0);
+		if (err)
+			return err;
 		if (!perfmon_capable())
 			return -EPERM;
 		return kpp_ioctl_get_stats(uarg, usize);
 	case KPP_IOC_BASE(KPPROF_IOC_GET_FORMAT):
-		if (!kpp_usize_ok(usize, KPPROF_FORMAT_ARG_SIZE_VER0))
-			return -EINVAL;
+		err = kpp_usize_check(usize, KPPROF_FORMAT_ARG_SIZE_VER0);
+		if (err)
+			return err;
 		return kpp_ioctl_get_format(uarg, usize);
 	default:
 		return -ENOTTY;
@@ -316,22 +401,21 @@ static __poll_t kpp_poll(struct file *file, struct poll_table_struct *pts)
 		return EPOLLOUT | EPOLLWRNORM;
 
 	poll_wait(file, &rb->waitq, pts);
-	if (kpp_ring_readable(rb))
+	/* with the barrier that orders poll_wait() before the ring's loads */
+	if (kpp_ring_poll(rb))
 		return EPOLLIN | EPOLLRDNORM | EPOLLOUT | EPOLLWRNORM;
 	return EPOLLOUT | EPOLLWRNORM;
 }
 
 static int kpp_release(struct inode *inode, struct file *file)
 {
-	mutex_lock(&kpp_dev.consumer_lock);
-	if (kpp_dev.consumer == file)
-		WRITE_ONCE(kpp_dev.consumer, NULL);
-	mutex_unlock(&kpp_dev.consumer_lock);
+	kpp_consumer_detach(file);
 	return 0;
 }
 
 static const struct file_operations kpp_fops = {
 	.owner = THIS_MODULE,
+	.open = kpp_open,
 	.write = kpp_write,
 	.unlocked_ioctl = kpp_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,

@@ -15,7 +15,17 @@
 #include <linux/fs.h>
 #include <linux/poll.h>
 #include <linux/sizes.h>
+#include <linux/slab.h>
 #include <kpprof.h>
+
+/*
+ * The ring's positions and the config page's cycle are u64s that producers,
+ * the consumer and the kernel load and store without a lock: single-copy
+ * atomic only on a 64-bit kernel.
+ */
+#ifndef CONFIG_64BIT
+#error "kpprof needs a 64-bit kernel (CONFIG_64BIT)"
+#endif
 
 /* Bounds of the ring_size module parameter. */
 #define KPP_RING_SIZE_MIN	SZ_64K
@@ -24,21 +34,44 @@
 
 /* Largest record a producer may write: a mapping with the longest path. */
 #define KPP_RECORD_SIZE_MAX	(sizeof(struct kpprof_rec_mmap) + KPPROF_PATH_MAX)
-/* Largest record with a stack: what write(2) copies onto its own stack. */
+/* Largest record without a stack (a comm or a note record): 64 bytes. */
+#define KPP_SMALL_RECORD_MAX	64
+/* Largest record with a stack: the size of a kpp_dev.rec_cache buffer. */
 #define KPP_STACK_RECORD_SIZE_MAX					\
 	(sizeof(struct kpprof_rec_contention) + KPPROF_STACK_DEPTH_MAX * sizeof(__u64))
 
+/* Uids whose ring occupancy is tracked at once; see ring.c. */
+#define KPP_SHARE_SLOTS		64
+
+/**
+ * struct kpp_share - ring bytes one uid holds
+ * @uid:   the writers' real uid (initial user namespace).
+ * @bytes: ring bytes its entries take that the kernel has not reclaimed
+ *         yet; 0 means the slot is free.
+ */
+struct kpp_share {
+	u32 uid;
+	u64 bytes;
+};
+
 /**
  * struct kpp_ring - the multi-producer, single-consumer record ring
- * @lock:        serialises reservations; guards @prod, @cycle and the
- *               accepted counters.  Taken with interrupts off so that the
- *               ring could be fed from any context later.
+ * @lock:        serialises reservations; guards @prod, @reclaim, @cycle,
+ *               @shares and the accepted counters.  A raw spinlock taken
+ *               with interrupts off: on PREEMPT_RT too it spins and keeps
+ *               preemption off, so what it guards is O(1) work (see ring.c).
  * @prod:        the producer position, the kernel's own copy; the page
  *               user space sees (@prod_pos) is only ever written from it.
+ * @reclaim:     the kernel's consumer position: every entry before it has
+ *               been read (cons_pos passed it) and released from its
+ *               uid's share.  Space is free up to @reclaim + @size.
  * @cycle:       the current cycle; read under @lock when a record is
  *               reserved, so ring order is cycle order.
  * @accepted:    records reserved (under @lock).
  * @accepted_bytes: ring bytes they took (under @lock).
+ * @share_max:   ring bytes one uid may hold (producer_share).
+ * @nr_shares:   slots of @shares in use.
+ * @shares:      per-uid occupancy, KPP_SHARE_SLOTS slots.
  * @dropped:     valid records not taken, by KPPROF_DROP_*.
  * @rejected:    malformed or unprivileged writes.
  * @wakeups:     consumer wake-ups issued.
@@ -52,13 +85,19 @@
  * @prod_pos:    on the producer page: read-only to user space.
  * @data:        start of the first data mapping.
  * @waitq:       the consumer sleeps here in poll().
+ * @wake_on_commit: the consumer slept on a BUSY entry at cons_pos: the next
+ *               commit wakes it, below the watermark too.
  */
 struct kpp_ring {
-	spinlock_t lock;	/* see @lock above */
+	raw_spinlock_t lock;	/* see @lock above */
 	u64 prod;
+	u64 reclaim;
 	u64 cycle;
 	u64 accepted;
 	u64 accepted_bytes;
+	u64 share_max;
+	unsigned int nr_shares;
+	struct kpp_share shares[KPP_SHARE_SLOTS];
 	atomic64_t dropped[KPPROF_DROP_REASONS];
 	atomic64_t rejected;
 	atomic64_t wakeups;
@@ -72,18 +111,19 @@ struct kpp_ring {
 	u64 *prod_pos;
 	u8 *data;
 	wait_queue_head_t waitq;
+	bool wake_on_commit;
 };
 
 /*
  * The writer's identity, stamped into a record the ring accepts.  The time
- * is taken by the ring once the record has room: a dropped record costs
- * no clock read.
+ * and the CPU are taken by the ring once the record has room, with
+ * preemption off: a dropped record costs no clock read, and @cpu is the
+ * CPU the record entered the ring on.
  */
 struct kpp_stamp {
 	u32 tgid;
 	u32 tid;
 	u32 uid;
-	u32 cpu;
 };
 
 /**
@@ -91,12 +131,15 @@ struct kpp_stamp {
  * @lock:    serialises changes; guards @cur and the config page.
  * @cur:     the configuration in force.
  * @page:    the page producers map read-only.
- * @cycle_work: advances the cycle every @cur.cycle_period_ms.
+ * @timer_on: a consumer is attached: @cycle_work runs (under @lock).
+ * @cycle_work: advances the cycle every @cur.cycle_period_ms while
+ *          @timer_on; deferrable, so it never wakes an idle CPU.
  */
 struct kpp_config_state {
 	struct mutex lock;	/* see @lock above */
 	struct kpprof_config cur;
 	struct kpprof_config_page *page;
+	bool timer_on;
 	struct delayed_work cycle_work;
 };
 
@@ -109,6 +152,9 @@ struct kpp_config_state {
  * @format:    the record format text, NUL-terminated; @format_len without
  *             the NUL.
  * @producer_gid: group allowed to write records, or -1 for anyone.
+ * @rec_cache: buffers for records up to KPP_STACK_RECORD_SIZE_MAX, the
+ *             common case: a write copies its record there, not onto
+ *             its stack.
  */
 struct kpp_dev {
 	struct kpp_ring ring;
@@ -118,17 +164,20 @@ struct kpp_dev {
 	char *format;
 	size_t format_len;
 	int producer_gid;
+	struct kmem_cache *rec_cache;
 };
 
 extern struct kpp_dev kpp_dev;
 
 /* ring.c */
-int kpp_ring_init(struct kpp_ring *rb, u64 size, u64 watermark);
+int kpp_ring_init(struct kpp_ring *rb, u64 size, u64 watermark, u64 share_max);
 void kpp_ring_free(struct kpp_ring *rb);
 int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 		    const struct kpp_stamp *stamp);
 u64 kpp_ring_advance_cycle(struct kpp_ring *rb, u32 reason, bool emit);
 bool kpp_ring_readable(struct kpp_ring *rb);
+bool kpp_ring_poll(struct kpp_ring *rb);
+void kpp_ring_attach(struct kpp_ring *rb);
 void kpp_ring_wake_if_pending(struct kpp_ring *rb);
 int kpp_ring_mmap_consumer(struct kpp_ring *rb, struct vm_area_struct *vma);
 int kpp_ring_mmap_producer(struct kpp_ring *rb, struct vm_area_struct *vma);
@@ -150,6 +199,8 @@ int kpp_config_set(struct kpp_config_state *cs, const struct kpprof_config *in);
 u32 kpp_config_max_depth(struct kpp_config_state *cs);
 u32 kpp_config_flags(struct kpp_config_state *cs);
 void kpp_config_publish_cycle(struct kpp_config_state *cs, u64 cycle);
+void kpp_config_timer_start(struct kpp_config_state *cs);
+void kpp_config_timer_stop(struct kpp_config_state *cs);
 int kpp_config_mmap(struct kpp_config_state *cs, struct vm_area_struct *vma);
 
 /* record.c */

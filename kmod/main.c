@@ -21,10 +21,31 @@ module_param(wakeup_watermark, ulong, 0444);
 MODULE_PARM_DESC(wakeup_watermark,
 		 "unread bytes that wake the consumer (clamped to ring_size / 2)");
 
+/*
+ * Half the ring: one user flooding it leaves the other half to everybody
+ * else, and one busy user (most profiled services run as one) still has
+ * half the ring for a burst the collector has not read yet.
+ */
+static unsigned int producer_share = 50;
+module_param(producer_share, uint, 0444);
+MODULE_PARM_DESC(producer_share,
+		 "percent of the ring one uid's unread records may take, 1 .. 100 (default 50)");
+
 static int producer_gid = -1;
 module_param(producer_gid, int, 0444);
 MODULE_PARM_DESC(producer_gid,
 		 "only this group (and CAP_PERFMON) may write records; -1: anyone");
+
+/*
+ * A record buffer needs no initial value: a write reads back only the
+ * bytes its copy_from_user() filled.  Having a constructor, even one with
+ * nothing to do, also spares the cache init_on_alloc's zeroing, which
+ * would clear 1152 bytes on every write (the stack buffer it replaces was
+ * left uninitialised for the same reason).
+ */
+static void kpp_rec_buf_ctor(void *buf)
+{
+}
 
 static int __init kpp_mod_init(void)
 {
@@ -34,6 +55,11 @@ static int __init kpp_mod_init(void)
 		pr_err("producer_gid %d: must be -1 or a group id\n", producer_gid);
 		return -EINVAL;
 	}
+	if (producer_share < 1 || producer_share > 100) {
+		pr_err("producer_share %u: must be a percentage in [1, 100]\n",
+		       producer_share);
+		return -EINVAL;
+	}
 	/* under DEBUG: self-tests first, before anything is registered */
 	if (!kpp_ring_selftest())
 		return -ENOTRECOVERABLE;
@@ -41,7 +67,17 @@ static int __init kpp_mod_init(void)
 	kpp_dev.producer_gid = producer_gid;
 	mutex_init(&kpp_dev.consumer_lock);
 
-	err = kpp_ring_init(&kpp_dev.ring, ring_size, wakeup_watermark);
+	/* copy_from_user() fills these: whitelisted for hardened usercopy */
+	kpp_dev.rec_cache = kmem_cache_create_usercopy("kpprof_record",
+						       KPP_STACK_RECORD_SIZE_MAX,
+						       8, 0, 0,
+						       KPP_STACK_RECORD_SIZE_MAX,
+						       kpp_rec_buf_ctor);
+	if (!kpp_dev.rec_cache)
+		return -ENOMEM;
+
+	err = kpp_ring_init(&kpp_dev.ring, ring_size, wakeup_watermark,
+			    (u64)ring_size * producer_share / 100);
 	if (err) {
 		if (err == -EINVAL)
 			pr_err("ring_size %lu: must be a power of two in [%lu, %lu]\n",
@@ -73,6 +109,7 @@ err_config:
 err_format:
 	kpp_ring_free(&kpp_dev.ring);
 err_ring:
+	kmem_cache_destroy(kpp_dev.rec_cache);
 	return err;
 }
 
@@ -82,6 +119,7 @@ static void __exit kpp_mod_exit(void)
 	kpp_config_free(&kpp_dev.config);
 	kfree(kpp_dev.format);
 	kpp_ring_free(&kpp_dev.ring);
+	kmem_cache_destroy(kpp_dev.rec_cache);
 	pr_info("unloaded\n");
 }
 

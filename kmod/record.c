@@ -18,13 +18,17 @@ static bool kpp_all_zero(const void *p, size_t len)
 	return !memchr_inv(p, 0, len);
 }
 
-/* PCs are user return addresses: never 0, never a kernel address. */
+/*
+ * PCs are user return addresses: never 0, never a kernel address.  The end
+ * of user space is the writer's own (TASK_SIZE): a 32-bit (compat) task's
+ * is 4 GiB, not the 64-bit TASK_SIZE_MAX.
+ */
 static int kpp_validate_pcs(const __u64 *pcs, u16 nr_pcs)
 {
 	u16 i;
 
 	for (i = 0; i < nr_pcs; i++)
-		if (!pcs[i] || pcs[i] >= TASK_SIZE_MAX)
+		if (!pcs[i] || pcs[i] >= TASK_SIZE)
 			return -EINVAL;
 	return 0;
 }
@@ -70,7 +74,7 @@ static int kpp_validate_contention(const void *buf, size_t len, u32 max_depth)
 
 static bool kpp_valid_user_range(u64 start, u64 end)
 {
-	return start < end && end <= TASK_SIZE_MAX &&
+	return start < end && end <= TASK_SIZE &&
 	       PAGE_ALIGNED(start) && PAGE_ALIGNED(end);
 }
 

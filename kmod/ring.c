@@ -28,13 +28,51 @@
  * the second mapping always covers its tail.
  *
  * Reserve / commit: under @lock a producer checks for room
- * (prod + total - cons <= size), writes the header with KPPROF_RING_BUSY,
- * stamps the cycle and publishes the new prod_pos; then, without the lock,
- * it copies the record and clears BUSY with xchg().  The consumer reads
- * up to prod_pos and stops at the first BUSY entry, so it never sees a
+ * (prod + total - reclaim <= size) and for its uid's share, writes the
+ * header with KPPROF_RING_BUSY, stamps the cycle and publishes the new
+ * prod_pos; then, still with preemption off but without the lock, it copies
+ * the record (already validated, in kernel memory, so the copy cannot
+ * fault or sleep) and clears BUSY with xchg().  The consumer reads up to
+ * prod_pos and stops at the first BUSY entry, so it never sees a
  * half-written record and records are read in reservation order, which is
  * cycle order.  A full ring drops the record and counts it: a producer
  * never waits.
+ *
+ * Why the whole reserve -> commit window runs with preemption off: while an
+ * entry is BUSY the consumer can read nothing after it.  A producer
+ * preempted there (a SCHED_IDLE task beside a busy one, a throttled cgroup)
+ * would stop the consumer, and once the ring filled, every other producer
+ * would lose its records, for as long as the scheduler kept it off the CPU.
+ * With preemption off the window is bounded by the copy of one record (at
+ * most KPP_RECORD_SIZE_MAX bytes) and one clock read.  @lock is a raw
+ * spinlock so that this holds on PREEMPT_RT as well, where a spinlock_t is
+ * a sleeping lock and spin_lock_irqsave() disables neither interrupts nor
+ * preemption; nothing under @lock or in the window may sleep (no
+ * spinlock_t, no allocation, no user copy), which is why the wake-up, whose
+ * waitqueue lock is a spinlock_t, comes after preempt_enable().
+ *
+ * Fairness: each uid may hold at most @share_max bytes of the ring (module
+ * parameter producer_share, a percentage).  A uid, not a process, because
+ * a process can fork as many others as it likes: per-process shares would
+ * not stop one local user from filling the ring, per-uid ones do, and a
+ * user's flood then costs only that user's records.  The kernel learns
+ * that entries were read only when cons_pos moves, so it keeps its own
+ * consumer position, @reclaim: a producer first walks the entries between
+ * @reclaim and cons_pos (a few per write, more when its record would not
+ * fit otherwise), releasing each from the share of the uid stamped in it,
+ * and free space is counted from @reclaim, so an entry cannot be
+ * overwritten before it is released.  The walk reads only what the kernel
+ * wrote (the data pages are read-only to user space) and stops at a BUSY
+ * entry or at a cons_pos that is not on an entry boundary.  @shares has
+ * KPP_SHARE_SLOTS slots; a uid that finds them all taken writes
+ * unaccounted (its release finds no slot and is ignored, or, if the uid
+ * has a slot by then, lowers it: never below zero, and never by more than
+ * what the uid wrote unaccounted), which a flood can only exploit with
+ * that many distinct uids.  The kernel's cycle
+ * records belong to no uid.  A record that cannot fit is dropped before
+ * the lock is taken when the ring is full as the consumer sees it, or when
+ * its uid is over its share with nothing left to reclaim; only the checks
+ * that can succeed pay for the lock.
  *
  * Wake-ups are batched: a producer wakes a sleeping consumer only when the
  * unread bytes reach the watermark, or for a cycle record; the cycle timer
@@ -49,6 +87,7 @@
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <linux/sched.h>
+#include <linux/hash.h>
 #include <linux/timekeeping.h>
 #include "kpp.h"
 #include "compat.h"
@@ -100,10 +139,12 @@ err_free_pages:
  * @size:      a power of two in [KPP_RING_SIZE_MIN, KPP_RING_SIZE_MAX].
  * @watermark: unread bytes that wake a waiting consumer; clamped to
  *             [8, size / 2].
+ * @share_max: ring bytes one uid may hold; clamped to
+ *             [KPP_RECORD_SIZE_MAX, size].
  *
  * Return: 0, -EINVAL for a bad size, or -ENOMEM.
  */
-int kpp_ring_init(struct kpp_ring *rb, u64 size, u64 watermark)
+int kpp_ring_init(struct kpp_ring *rb, u64 size, u64 watermark, u64 share_max)
 {
 	int i;
 
@@ -116,7 +157,7 @@ int kpp_ring_init(struct kpp_ring *rb, u64 size, u64 watermark)
 	if (!rb->area)
 		return -ENOMEM;
 
-	spin_lock_init(&rb->lock);
+	raw_spin_lock_init(&rb->lock);
 	init_waitqueue_head(&rb->waitq);
 	for (i = 0; i < KPPROF_DROP_REASONS; i++)
 		atomic64_set(&rb->dropped[i], 0);
@@ -125,6 +166,7 @@ int kpp_ring_init(struct kpp_ring *rb, u64 size, u64 watermark)
 	rb->size = size;
 	rb->mask = size - 1;
 	rb->watermark = clamp_t(u64, watermark, 8, size / 2);
+	rb->share_max = clamp_t(u64, share_max, KPP_RECORD_SIZE_MAX, size);
 	rb->cons_pos = rb->area;
 	rb->prod_pos = rb->area + PAGE_SIZE;
 	rb->data = rb->area + KPP_RING_META_PAGES * PAGE_SIZE;
@@ -159,37 +201,231 @@ static void kpp_ring_wake(struct kpp_ring *rb)
 	wake_up_all(&rb->waitq);
 }
 
+static u64 kpp_ring_entry_size(u32 len)
+{
+	return round_up(sizeof(struct kpprof_ring_hdr) + len, 8);
+}
+
+/* Would @total more bytes after @prod overrun the ring read up to @from? */
+static bool kpp_ring_no_room(struct kpp_ring *rb, u64 prod, u64 from, u64 total)
+{
+	return prod + total - from > rb->size;
+}
+
+/* Would @total more bytes take the uid of @sh (NULL: none yet) over its share? */
+static bool kpp_ring_share_full(struct kpp_ring *rb, struct kpp_share *sh,
+				u64 total)
+{
+	return sh && READ_ONCE(sh->bytes) + total > rb->share_max;
+}
+
+/*
+ * kpp_ring_share - the slot holding @uid's bytes, or NULL.  Also called
+ * without @lock as a hint (the lock-free drop check): each field is read
+ * once, and a stale answer only sends the caller to the locked check.
+ */
+static struct kpp_share *kpp_ring_share(struct kpp_ring *rb, u32 uid)
+{
+	unsigned int i, seen = 0, nr = READ_ONCE(rb->nr_shares);
+	unsigned int start = hash_32(uid, ilog2(KPP_SHARE_SLOTS));
+	struct kpp_share *sh;
+
+	BUILD_BUG_ON(!is_power_of_2(KPP_SHARE_SLOTS));
+	for (i = 0; i < KPP_SHARE_SLOTS && seen < nr; i++) {
+		sh = &rb->shares[(start + i) % KPP_SHARE_SLOTS];
+		if (!READ_ONCE(sh->bytes))
+			continue;
+		seen++;
+		if (READ_ONCE(sh->uid) == uid)
+			return sh;
+	}
+	return NULL;
+}
+
+/*
+ * kpp_ring_share_add - charge @total bytes to @uid, whose slot @sh is
+ * (NULL: it has none yet), after kpp_ring_fits() said it may
+ */
+static void kpp_ring_share_add(struct kpp_ring *rb, struct kpp_share *sh,
+			       u32 uid, u64 total)
+{
+	unsigned int i, start = hash_32(uid, ilog2(KPP_SHARE_SLOTS));
+
+	lockdep_assert_held(&rb->lock);
+	if (sh) {
+		WRITE_ONCE(sh->bytes, sh->bytes + total);
+		return;
+	}
+	/* a new uid: a free slot, or (all taken) unaccounted, see above */
+	for (i = 0; i < KPP_SHARE_SLOTS; i++) {
+		sh = &rb->shares[(start + i) % KPP_SHARE_SLOTS];
+		if (!sh->bytes) {
+			WRITE_ONCE(sh->uid, uid);
+			WRITE_ONCE(sh->bytes, total);
+			WRITE_ONCE(rb->nr_shares, rb->nr_shares + 1);
+			return;
+		}
+	}
+}
+
+static void kpp_ring_share_release(struct kpp_ring *rb, u32 uid, u64 total)
+{
+	struct kpp_share *sh = kpp_ring_share(rb, uid);
+
+	lockdep_assert_held(&rb->lock);
+	if (!sh)
+		return;
+	if (sh->bytes <= total) {
+		WRITE_ONCE(sh->bytes, 0);
+		WRITE_ONCE(rb->nr_shares, rb->nr_shares - 1);
+	} else {
+		WRITE_ONCE(sh->bytes, sh->bytes - total);
+	}
+}
+
+/*
+ * kpp_ring_reclaim - release up to @budget entries the consumer has read
+ *
+ * Return: true if read entries remain unreleased.
+ */
+static bool kpp_ring_reclaim(struct kpp_ring *rb, unsigned int budget)
+{
+	/* pairs with the consumer's release store of cons_pos */
+	u64 cons = smp_load_acquire(rb->cons_pos);
+	u64 pos = rb->reclaim, total;
+	struct kpprof_ring_hdr *hdr;
+	struct kpprof_record *rec;
+	bool more = false;
+	u32 len;
+
+	lockdep_assert_held(&rb->lock);
+	/* a cons_pos beyond prod_pos (scribbled on): all of it was read */
+	if (cons - pos > rb->prod - pos)
+		cons = rb->prod;
+	while (pos != cons) {
+		if (!budget--) {
+			more = true;
+			break;
+		}
+		hdr = (struct kpprof_ring_hdr *)(rb->data + (pos & rb->mask));
+		len = READ_ONCE(hdr->len);
+		if (len & KPPROF_RING_BUSY)
+			break;
+		total = kpp_ring_entry_size(len & KPPROF_RING_LEN_MASK);
+		/* a cons_pos inside an entry: that entry is not read yet */
+		if (total > cons - pos)
+			break;
+		rec = (struct kpprof_record *)(hdr + 1);
+		if (rec->kind != KPPROF_REC_CYCLE)
+			kpp_ring_share_release(rb, rec->uid, total);
+		pos += total;
+	}
+	WRITE_ONCE(rb->reclaim, pos);
+	return more;
+}
+
+/* Entries released per write, and at most per write that needs room. */
+#define KPP_RECLAIM_BATCH	8
+#define KPP_RECLAIM_MAX		512
+
+/*
+ * kpp_ring_fits - is there room for @total bytes, within @uid's share
+ * unless @uid is NULL (the kernel's own records)?  Releases read entries
+ * first, more of them while the answer is no.  *@shp gets @uid's slot
+ * (NULL if it has none).
+ */
+static int kpp_ring_fits(struct kpp_ring *rb, u64 total, const u32 *uid,
+			 struct kpp_share **shp)
+{
+	unsigned int walked = KPP_RECLAIM_BATCH;
+	bool more = kpp_ring_reclaim(rb, KPP_RECLAIM_BATCH);
+	struct kpp_share *sh;
+
+	while (true) {
+		if (kpp_ring_no_room(rb, rb->prod, rb->reclaim, total)) {
+			if (more && walked < KPP_RECLAIM_MAX)
+				goto walk;
+			return KPPROF_DROP_RING_FULL;
+		}
+		if (!uid)
+			return -1;
+		sh = kpp_ring_share(rb, *uid);
+		*shp = sh;
+		if (!kpp_ring_share_full(rb, sh, total))
+			return -1;
+		if (!more || walked >= KPP_RECLAIM_MAX)
+			return KPPROF_DROP_SHARE;
+walk:
+		more = kpp_ring_reclaim(rb, KPP_RECLAIM_BATCH);
+		walked += KPP_RECLAIM_BATCH;
+	}
+}
+
+/*
+ * kpp_ring_drop_early - the lock-free check: will a record of @total bytes
+ * from @uid be dropped whatever happens under the lock?  Yes when the ring
+ * is full as the consumer's own position says (reclaiming frees nothing
+ * beyond cons_pos), or when @uid is over its share and every entry the
+ * consumer has read is already released.
+ *
+ * Return: the KPPROF_DROP_* reason, or -1 to go on to the lock.
+ */
+static int kpp_ring_drop_early(struct kpp_ring *rb, u64 total, u32 uid)
+{
+	/* pairs with the consumer's release store of cons_pos */
+	u64 cons = smp_load_acquire(rb->cons_pos);
+	u64 prod = READ_ONCE(rb->prod);
+	struct kpp_share *sh;
+
+	if (kpp_ring_no_room(rb, prod, cons, total))
+		return KPPROF_DROP_RING_FULL;
+	if (READ_ONCE(rb->reclaim) != cons)
+		return -1;
+	sh = kpp_ring_share(rb, uid);
+	if (kpp_ring_share_full(rb, sh, total))
+		return KPPROF_DROP_SHARE;
+	return -1;
+}
+
 /*
  * kpp_ring_reserve - claim room for a record of @len bytes
+ * @uid: the writer's uid, charged for the room; NULL for the kernel's own.
+ *
+ * Called with preemption off, which the caller keeps off until it has
+ * committed the entry (see the top of this file).
  *
  * Return: the entry's header, with BUSY set and the record area after it
- * not yet written, or NULL if the ring is full (counted).  *@cycle gets the
- * cycle the record belongs to.  When @advance is set, the cycle is first
- * advanced under the same lock, so that no record of the old cycle can be
- * reserved after this one.
+ * not yet written, or NULL if the record does not fit (the drop is
+ * counted).  *@cycle gets the cycle the record belongs to.  When @advance
+ * is set, the cycle is first advanced under the same lock, so that no
+ * record of the old cycle can be reserved after this one.
  */
 static struct kpprof_ring_hdr *kpp_ring_reserve(struct kpp_ring *rb, u32 len,
-						u64 *cycle, bool advance)
+						const u32 *uid, u64 *cycle,
+						bool advance)
 {
-	u64 total = round_up(sizeof(struct kpprof_ring_hdr) + len, 8);
+	u64 total = kpp_ring_entry_size(len);
+	struct kpp_share *sh = NULL;
 	struct kpprof_ring_hdr *hdr;
 	unsigned long flags;
-	u64 cons, prod;
+	int drop;
+	u64 prod;
 
-	spin_lock_irqsave(&rb->lock, flags);
+	raw_spin_lock_irqsave(&rb->lock, flags);
 	if (advance)
 		WRITE_ONCE(rb->cycle, rb->cycle + 1);
 	*cycle = rb->cycle;
 
-	/* pairs with the consumer's release store of cons_pos */
-	cons = smp_load_acquire(rb->cons_pos);
-	prod = rb->prod;
-	if (prod + total - cons > rb->size) {
-		spin_unlock_irqrestore(&rb->lock, flags);
-		atomic64_inc(&rb->dropped[KPPROF_DROP_RING_FULL]);
+	drop = kpp_ring_fits(rb, total, uid, &sh);
+	if (drop >= 0) {
+		raw_spin_unlock_irqrestore(&rb->lock, flags);
+		atomic64_inc(&rb->dropped[drop]);
 		return NULL;
 	}
+	if (uid)
+		kpp_ring_share_add(rb, sh, *uid, total);
 
+	prod = rb->prod;
 	hdr = (struct kpprof_ring_hdr *)(rb->data + (prod & rb->mask));
 	hdr->len = len | KPPROF_RING_BUSY;
 	hdr->pad = 0;
@@ -202,42 +438,60 @@ static struct kpprof_ring_hdr *kpp_ring_reserve(struct kpp_ring *rb, u32 len,
 	WRITE_ONCE(rb->prod, prod + total);
 	/* pairs with the consumer's smp_load_acquire() of prod_pos */
 	smp_store_release(rb->prod_pos, prod + total);
-	spin_unlock_irqrestore(&rb->lock, flags);
+	raw_spin_unlock_irqrestore(&rb->lock, flags);
 	return hdr;
 }
 
 /*
- * kpp_ring_commit - make a reserved record visible to the consumer
- * @urgent: wake a waiting consumer whatever the watermark says.
+ * kpp_ring_commit - make a reserved record visible to the consumer; still
+ * inside the preemption-off window.
  */
-static void kpp_ring_commit(struct kpp_ring *rb, struct kpprof_ring_hdr *hdr,
-			    bool urgent)
+static void kpp_ring_commit(struct kpprof_ring_hdr *hdr)
 {
-	u32 len = hdr->len & ~KPPROF_RING_BUSY;
-
 	/*
 	 * xchg() is a full barrier: the record's bytes are visible before BUSY
 	 * clears (pairs with the consumer's smp_load_acquire() of hdr->len),
-	 * and the waitqueue check below is ordered after it (pairs with the
-	 * consumer's poll_wait() before it looks at the ring).
+	 * and the waitqueue check in kpp_ring_notify() is ordered after it.
 	 */
-	xchg(&hdr->len, len);
+	xchg(&hdr->len, hdr->len & ~KPPROF_RING_BUSY);
+}
 
+/*
+ * kpp_ring_notify - wake a consumer sleeping in poll(), after a commit and
+ * with preemption on again (the waitqueue lock sleeps on PREEMPT_RT)
+ * @urgent: wake it whatever the watermark says.
+ *
+ * No wake-up is lost: the commit's xchg() and wq_has_sleeper()'s smp_mb()
+ * order the BUSY bit's clearing before the look at the waitqueue; kpp_poll()
+ * orders its waitqueue insertion before its look at the ring with smp_mb().
+ * Either the consumer sees the record, or we see the consumer.  And a
+ * consumer that went to sleep because the entry at cons_pos was still BUSY
+ * (woken, say, by a cycle record behind it) is woken by that entry's
+ * commit, whatever the watermark (@wake_on_commit, kpp_ring_poll()).
+ */
+static void kpp_ring_notify(struct kpp_ring *rb, bool urgent)
+{
 	if (!wq_has_sleeper(&rb->waitq))
 		return;
-	if (urgent || kpp_ring_unread(rb) >= rb->watermark)
+	if (urgent || READ_ONCE(rb->wake_on_commit) ||
+	    kpp_ring_unread(rb) >= rb->watermark) {
+		WRITE_ONCE(rb->wake_on_commit, false);
 		kpp_ring_wake(rb);
+	}
 }
 
 /**
  * kpp_ring_output - copy a validated record into the ring and stamp it
  * @rb:    the ring.
- * @rec:   the record, @len bytes, a multiple of 8, already validated.
+ * @rec:   the record, @len bytes, a multiple of 8, already validated, in
+ *         kernel memory.
  * @len:   its size.
- * @stamp: identity to write over the kernel-owned fields; the time and the
- *         cycle are the ring's own, taken when the record has its room.
+ * @stamp: identity to write over the kernel-owned fields; the time, the CPU
+ *         and the cycle are the ring's own, taken when the record has its
+ *         room.
  *
- * Return: 0, or -ENOBUFS if the ring was full (the drop is counted).
+ * Return: 0, or -ENOBUFS if the record did not fit: the ring was full, or
+ * the writer's uid held its share of it (the drop is counted by reason).
  */
 int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 		    const struct kpp_stamp *stamp)
@@ -245,21 +499,32 @@ int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 	struct kpprof_ring_hdr *hdr;
 	struct kpprof_record *out;
 	u64 cycle;
+	int drop;
 
-	hdr = kpp_ring_reserve(rb, len, &cycle, false);
-	if (!hdr)
+	drop = kpp_ring_drop_early(rb, kpp_ring_entry_size(len), stamp->uid);
+	if (drop >= 0) {
+		atomic64_inc(&rb->dropped[drop]);
 		return -ENOBUFS;
+	}
 
+	preempt_disable();
+	hdr = kpp_ring_reserve(rb, len, &stamp->uid, &cycle, false);
+	if (!hdr) {
+		preempt_enable();
+		return -ENOBUFS;
+	}
 	out = (struct kpprof_record *)(hdr + 1);
 	memcpy(out, rec, len);
 	out->tgid = stamp->tgid;
 	out->tid = stamp->tid;
 	out->uid = stamp->uid;
-	out->cpu = stamp->cpu;
+	out->cpu = smp_processor_id();
 	out->time_ns = ktime_get_ns();
 	out->cycle = cycle;
+	kpp_ring_commit(hdr);
+	preempt_enable();
 
-	kpp_ring_commit(rb, hdr, false);
+	kpp_ring_notify(rb, false);
 	return 0;
 }
 
@@ -272,12 +537,13 @@ int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
  * Advances the cycle and, under the same lock, reserves a KPPROF_REC_CYCLE
  * record stamped with the new cycle, so every record after it in the ring
  * belongs to the new cycle.  If the ring is full the record is dropped
- * (counted) but the cycle still advances.
+ * (counted) but the cycle still advances.  Cycle records are charged to no
+ * uid's share.
  *
  * With @emit false the cycle advances without a record: the timer does
- * that while no consumer is attached, so an idle ring does not fill up
- * with cycle records (a later consumer learns of the cycles it missed from
- * the next record's cycle).
+ * that if it fires after the consumer left, so an idle ring does not fill
+ * up with cycle records (a later consumer learns of the cycles it missed
+ * from the next record's cycle).
  *
  * Return: the new cycle.
  */
@@ -289,28 +555,32 @@ u64 kpp_ring_advance_cycle(struct kpp_ring *rb, u32 reason, bool emit)
 	u64 cycle;
 
 	if (!emit) {
-		spin_lock_irqsave(&rb->lock, flags);
+		raw_spin_lock_irqsave(&rb->lock, flags);
 		cycle = rb->cycle + 1;
 		WRITE_ONCE(rb->cycle, cycle);
-		spin_unlock_irqrestore(&rb->lock, flags);
+		raw_spin_unlock_irqrestore(&rb->lock, flags);
 		return cycle;
 	}
 
 	/* the cycle advances even when the ring has no room for the record */
-	hdr = kpp_ring_reserve(rb, sizeof(*rec), &cycle, true);
-	if (!hdr)
+	preempt_disable();
+	hdr = kpp_ring_reserve(rb, sizeof(*rec), NULL, &cycle, true);
+	if (!hdr) {
+		preempt_enable();
 		return cycle;
-
+	}
 	rec = (struct kpprof_rec_cycle *)(hdr + 1);
 	memset(rec, 0, sizeof(*rec));
 	rec->hdr.kind = KPPROF_REC_CYCLE;
 	rec->hdr.size = sizeof(*rec);
-	rec->hdr.cpu = raw_smp_processor_id();
+	rec->hdr.cpu = smp_processor_id();
 	rec->hdr.time_ns = ktime_get_ns();
 	rec->hdr.cycle = cycle;
 	rec->reason = reason;
+	kpp_ring_commit(hdr);
+	preempt_enable();
 
-	kpp_ring_commit(rb, hdr, true);
+	kpp_ring_notify(rb, true);
 	return cycle;
 }
 
@@ -338,11 +608,77 @@ bool kpp_ring_readable(struct kpp_ring *rb)
 	return !(smp_load_acquire(&hdr->len) & KPPROF_RING_BUSY);
 }
 
+/**
+ * kpp_ring_poll - the readable check of poll(), after poll_wait()
+ * @rb: the ring.
+ *
+ * Return: true if the entry at cons_pos is complete.  If it is there but
+ * still BUSY, asks that entry's commit to wake the consumer (see
+ * kpp_ring_notify()): its producer is within its short non-preemptible
+ * window, and what is behind it may be urgent.
+ */
+bool kpp_ring_poll(struct kpp_ring *rb)
+{
+	/*
+	 * Order our insertion into the waitqueue (poll_wait()) before the
+	 * loads of the ring, as sock_poll_wait() does: pairs with the full
+	 * barriers of a commit, xchg() then wq_has_sleeper()'s smp_mb().
+	 */
+	smp_mb();
+	if (kpp_ring_readable(rb))
+		return true;
+	/* empty, as opposed to a BUSY entry at cons_pos */
+	if (READ_ONCE(*rb->cons_pos) == READ_ONCE(rb->prod))
+		return false;
+	WRITE_ONCE(rb->wake_on_commit, true);
+	/* the flag before the second look; pairs with kpp_ring_notify() */
+	smp_mb();
+	return kpp_ring_readable(rb);
+}
+
+/**
+ * kpp_ring_attach - a new consumer starts where the last one stopped
+ * @rb: the ring.
+ *
+ * Releases what the last consumer read, then sets cons_pos to the first
+ * entry it did not read (@reclaim): whatever a departed consumer left in
+ * cons_pos, the new one starts on an entry boundary, with nothing read
+ * twice and nothing unread skipped.  The walk goes in batches, with the
+ * lock dropped in between: the backlog can be a whole ring.
+ */
+void kpp_ring_attach(struct kpp_ring *rb)
+{
+	unsigned long flags;
+	bool more;
+
+	do {
+		raw_spin_lock_irqsave(&rb->lock, flags);
+		more = kpp_ring_reclaim(rb, KPP_RECLAIM_MAX);
+		if (!more)
+			/* pairs with the consumer's smp_load_acquire() */
+			smp_store_release(rb->cons_pos, rb->reclaim);
+		raw_spin_unlock_irqrestore(&rb->lock, flags);
+		cond_resched();
+	} while (more);
+}
+
 /* kpp_ring_wake_if_pending - the timer's wake-up for records below the watermark */
 void kpp_ring_wake_if_pending(struct kpp_ring *rb)
 {
 	if (wq_has_sleeper(&rb->waitq) && kpp_ring_unread(rb))
 		kpp_ring_wake(rb);
+}
+
+/*
+ * The flags of both consumer mappings, as perf's: a fork()ed child gets
+ * neither (it would keep the consumer's view and pin the consumer), mremap()
+ * cannot grow them, a core dump leaves them out, and they can never be made
+ * executable.
+ */
+static void kpp_ring_vm_flags(struct vm_area_struct *vma)
+{
+	kpp_vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+	kpp_vm_flags_clear(vma, VM_MAYEXEC);
 }
 
 /**
@@ -356,6 +692,9 @@ int kpp_ring_mmap_consumer(struct kpp_ring *rb, struct vm_area_struct *vma)
 		return -EINVAL;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
+	kpp_ring_vm_flags(vma);
 	return remap_vmalloc_range(vma, rb->area, 0);
 }
 
@@ -366,10 +705,11 @@ int kpp_ring_mmap_consumer(struct kpp_ring *rb, struct vm_area_struct *vma)
  */
 int kpp_ring_mmap_producer(struct kpp_ring *rb, struct vm_area_struct *vma)
 {
-	if (vma->vm_flags & VM_WRITE)
+	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
 		return -EPERM;
 	if (vma->vm_end - vma->vm_start > PAGE_SIZE + 2 * rb->size)
 		return -EINVAL;
+	kpp_ring_vm_flags(vma);
 	/* no mprotect() to writable later */
 	kpp_vm_flags_clear(vma, VM_MAYWRITE);
 	return remap_vmalloc_range(vma, rb->area, 1);
@@ -381,12 +721,12 @@ void kpp_ring_stats(struct kpp_ring *rb, struct kpprof_stats *st)
 	unsigned long flags;
 	int i;
 
-	spin_lock_irqsave(&rb->lock, flags);
+	raw_spin_lock_irqsave(&rb->lock, flags);
 	st->accepted = rb->accepted;
 	st->accepted_bytes = rb->accepted_bytes;
 	st->cycle = rb->cycle;
 	st->prod_pos = rb->prod;
-	spin_unlock_irqrestore(&rb->lock, flags);
+	raw_spin_unlock_irqrestore(&rb->lock, flags);
 
 	st->cons_pos = READ_ONCE(*rb->cons_pos);
 	for (i = 0; i < KPPROF_DROP_REASONS; i++)

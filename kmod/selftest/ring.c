@@ -91,6 +91,7 @@ static bool kpp_st_wrap(struct kpp_ring *rb)
 	/* leave 16 bytes before the end: header fits, the body wraps */
 	pos = round_up(*rb->prod_pos, rb->size) + rb->size - 16;
 	rb->prod = pos;
+	rb->reclaim = pos;
 	*rb->prod_pos = pos;
 	*rb->cons_pos = pos;
 
@@ -143,7 +144,8 @@ bool __init kpp_ring_selftest(void)
 	bool ok = false;
 
 	rb = kzalloc(sizeof(*rb), GFP_KERNEL);
-	if (!rb || kpp_ring_init(rb, KPP_RING_SIZE_MIN, 8))
+	/* one writer fills the ring: its share is the whole ring */
+	if (!rb || kpp_ring_init(rb, KPP_RING_SIZE_MIN, 8, KPP_RING_SIZE_MIN))
 		goto out;
 	ok = kpp_st_fill_and_drain(rb) && kpp_st_wrap(rb) && kpp_st_cycle(rb);
 	kpp_ring_free(rb);

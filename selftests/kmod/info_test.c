@@ -58,7 +58,9 @@ TEST_F(dev, info_fields)
 	EXPECT_LT(info.max_record_size + 8, info.ring_size);
 	/* the test VM loads the module without producer_gid */
 	EXPECT_EQ(-1, info.producer_gid);
-	for (i = 0; i < 4; i++)
+	/* the default producer_share, half the ring */
+	EXPECT_EQ(info.ring_size * 50 / 100, info.producer_share);
+	for (i = 0; i < 3; i++)
 		EXPECT_EQ(0, info.reserved[i]);
 }
 

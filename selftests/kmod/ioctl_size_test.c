@@ -3,8 +3,9 @@
  * ioctl_size_test: the size-versioned argument structs, in the style of
  * openat2_test.c.  The size is the one in the ioctl number
  * (_IOC(dir, KPPROF_IOC_MAGIC, nr, size)); the kernel accepts VER0 ..
- * PAGE_SIZE - 1, zero-extends shorter input, requires a zero tail on
- * longer input (else E2BIG) and zero-fills the tail of longer output.
+ * PAGE_SIZE, zero-extends shorter input, requires a zero tail on longer
+ * input (else E2BIG), zero-fills the tail of longer output, and refuses a
+ * size above PAGE_SIZE with E2BIG and one below VER0 with EINVAL.
  * Each input case runs at every misalignment 0..7 of the user buffer.
  */
 #include <errno.h>
@@ -47,7 +48,7 @@ FIXTURE_SETUP(sz)
 	ASSERT_EQ(0, dev__get_config(self->fd, &self->saved));
 	dev__test_config(&cfg);
 	ASSERT_EQ(0, dev__set_config(self->fd, &cfg));
-	self->buf = aligned_alloc(64, 2 * page_size() + 64);
+	self->buf = aligned_alloc(64, 2 * page_size() + (_IOC_SIZEMASK + 1) + 64);
 	ASSERT_NE(NULL, self->buf);
 }
 
@@ -71,10 +72,14 @@ TEST_F(sz, set_config_sizes)
 		{ "tail middle non-zero", V0 + 16, V0 + 8, -E2BIG },
 		{ "tail end non-zero", V0 + 16, V0 + 15, -E2BIG },
 		{ "PAGE_SIZE - 1, last byte non-zero", P - 1, P - 2, -E2BIG },
+		{ "PAGE_SIZE, zero tail", P, -1, 0 },
+		{ "PAGE_SIZE, last byte non-zero", P, P - 1, -E2BIG },
 		{ "size 0", 0, -1, -EINVAL },
 		{ "size 8", 8, -1, -EINVAL },
 		{ "VER0 - 1", V0 - 1, -1, -EINVAL },
-		{ "PAGE_SIZE", P, -1, -EINVAL },
+		{ "PAGE_SIZE + 1", P + 1, -1, -E2BIG },
+		{ "PAGE_SIZE + 8", P + 8, -1, -E2BIG },
+		{ "biggest _IOC size", _IOC_SIZEMASK, -1, -E2BIG },
 	};
 	unsigned int i, misalign;
 
@@ -114,15 +119,15 @@ TEST_F(sz, set_config_sizes)
 
 /*
  * Output structs: a longer buffer gets the struct then zeros; a size below
- * VER0 (or PAGE_SIZE and more) is EINVAL and the buffer is left alone.
+ * VER0 is EINVAL, one above PAGE_SIZE E2BIG, and the buffer is left alone.
  */
 static void check_output_sizes(struct __test_metadata *_metadata, int fd,
 			       unsigned int nr, unsigned int ver0,
 			       unsigned char *buf, const char *what)
 {
 	const unsigned int P = (unsigned int)page_size();
-	const unsigned int ok_sizes[] = { ver0, ver0 + 8, ver0 + 64, P - 1 };
-	const unsigned int bad_sizes[] = { 0, 8, ver0 - 1, P };
+	const unsigned int ok_sizes[] = { ver0, ver0 + 8, ver0 + 64, P - 1, P };
+	const unsigned int bad_sizes[] = { 0, 8, ver0 - 1, P + 1, P + 8, _IOC_SIZEMASK };
 	unsigned int i, j;
 
 	for (i = 0; i < sizeof(ok_sizes) / sizeof(ok_sizes[0]); i++) {
@@ -144,13 +149,15 @@ static void check_output_sizes(struct __test_metadata *_metadata, int fd,
 	for (i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++) {
 		unsigned int size = bad_sizes[i];
 
+		int want = size > P ? -E2BIG : -EINVAL;
+
 		memset(buf, 0xa5, size + 8);
-		EXPECT_EQ(-EINVAL, dev__ioctl(fd, _IOC(_IOC_READ, KPPROF_IOC_MAGIC, nr, size), buf))
+		EXPECT_EQ(want, dev__ioctl(fd, _IOC(_IOC_READ, KPPROF_IOC_MAGIC, nr, size), buf))
 			TH_LOG("%s size %u", what, size);
 		for (j = 0; j < size + 8; j++)
 			if (buf[j] != 0xa5)
 				break;
-		EXPECT_EQ(size + 8, j) TH_LOG("%s size %u: buffer written on EINVAL", what, size);
+		EXPECT_EQ(size + 8, j) TH_LOG("%s size %u: buffer written on error", what, size);
 	}
 }
 
@@ -195,6 +202,7 @@ TEST_F(sz, get_format_sizes)
 		{ "tail end non-zero", V0 + 16, V0 + 15, -E2BIG },
 		{ "VER0 - 1", V0 - 1, -1, -EINVAL },
 		{ "size 0", 0, -1, -EINVAL },
+		{ "PAGE_SIZE + 8", (unsigned int)page_size() + 8, -1, -E2BIG },
 	};
 	unsigned int i;
 

@@ -5,7 +5,8 @@
  * errnos.  VM only: it loads modules into the kernel it runs on.
  * An open descriptor or a live mapping pins the module (EWOULDBLOCK) and
  * keeps working; 50 load/unload rounds; bad module parameters fail the
- * load cleanly with EINVAL; producer_gid restricts writers to a group.
+ * load cleanly with EINVAL; producer_gid restricts writers to a group,
+ * judged when a file is opened.
  * Every test leaves the module loaded with default parameters, as vm-run
  * expects to rmmod it at the end.
  */
@@ -13,6 +14,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -176,6 +178,8 @@ FIXTURE_VARIANT_ADD(badparam, ring_one_page) { .params = "ring_size=4096" };
 FIXTURE_VARIANT_ADD(badparam, ring_too_large) { .params = "ring_size=2147483648" };
 FIXTURE_VARIANT_ADD(badparam, ring_huge) { .params = "ring_size=9223372036854775808" };
 FIXTURE_VARIANT_ADD(badparam, producer_gid_minus_2) { .params = "producer_gid=-2" };
+FIXTURE_VARIANT_ADD(badparam, producer_share_0) { .params = "producer_share=0" };
+FIXTURE_VARIANT_ADD(badparam, producer_share_101) { .params = "producer_share=101" };
 
 FIXTURE_SETUP(badparam)
 {
@@ -251,6 +255,127 @@ TEST_F(mod, producer_gid_restricts_writers)
 	ASSERT_EQ(0, dev__stats(fd, &st1));
 	EXPECT_EQ(st0.rejected + 1, st1.rejected);
 	EXPECT_EQ(st0.accepted + 1, st1.accepted);
+	close(fd);
+}
+
+static int drop_to(gid_t gid)
+{
+	return setgroups(0, NULL) || setresgid(gid, gid, gid) ||
+	       setresuid(65534, 65534, 65534);
+}
+
+static int send_fd(int sock, int fd)
+{
+	char c = 0, ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -errno;
+}
+
+static int recv_fd(int sock)
+{
+	char c, ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+	struct cmsghdr *cm;
+	int fd;
+
+	if (recvmsg(sock, &msg, 0) != 1)
+		return -errno;
+	cm = CMSG_FIRSTHDR(&msg);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS)
+		return -EPROTO;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/*
+ * producer_gid is judged when the file is opened, with the opener's
+ * credentials: a file opened by root (CAP_PERFMON) or by a member of the
+ * group still writes after its process gave those up; a file opened by an
+ * outsider does not write even in root's hands (handed over SCM_RIGHTS,
+ * as to a setuid program).
+ */
+TEST_F(mod, producer_permission_decided_at_open)
+{
+	struct kpprof_stats st0, st1;
+	int fd, sv[2], status, i, got;
+
+	ASSERT_EQ(0, mod_unload());
+	ASSERT_EQ(0, mod_load("producer_gid=4321"));
+	fd = dev__open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, dev__stats(fd, &st0));
+	/* 0: opened as root, 1: opened as a member of 4321; then both drop */
+	for (i = 0; i < 2; i++) {
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			unsigned char buf[KPP_REC_BUF_MAX];
+			int kept, fresh, a, b;
+
+			/* the member keeps 65534 as saved gid, to leave 4321 later */
+			if (i == 1 && (setgroups(0, NULL) || setresgid(4321, 4321, 65534) ||
+				       setresuid(4321, 4321, 4321)))
+				_exit(100);
+			kept = dev__open();
+			if (kept < 0)
+				_exit(101);
+			if (i == 0 ? drop_to(65534) : setresgid(65534, 65534, 65534))
+				_exit(103);
+			fresh = dev__open();
+			if (fresh < 0)
+				_exit(102);
+			a = dev__write(kept, buf, rec_build__alloc(buf, 2, 1));
+			b = dev__write(fresh, buf, rec_build__alloc(buf, 2, 1));
+			/* bit 0: the kept file was refused; bit 1: the fresh one wrote */
+			_exit((a != 0) | (b != -EPERM) << 1);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status) & 1)
+			TH_LOG("%s: a file opened with the right refused after the drop",
+			       i ? "member" : "root");
+		EXPECT_EQ(0, WEXITSTATUS(status) & ~1)
+			TH_LOG("%s: status %d", i ? "member" : "root", WEXITSTATUS(status));
+	}
+	/* an outsider's file in root's hands */
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_DGRAM, 0, sv));
+	if (fork() == 0) {
+		int ofd;
+
+		close(sv[0]);
+		if (drop_to(65534))
+			_exit(100);
+		ofd = dev__open();
+		_exit(ofd < 0 || send_fd(sv[1], ofd) ? 101 : 0);
+	}
+	close(sv[1]);
+	got = recv_fd(sv[0]);
+	ASSERT_LE(0, got) TH_LOG("SCM_RIGHTS: %s", strerror(-got));
+	ASSERT_LT(0, wait(&status));
+	{
+		unsigned char buf[KPP_REC_BUF_MAX];
+
+		EXPECT_EQ(-EPERM, dev__write(got, buf, rec_build__alloc(buf, 2, 1)))
+			TH_LOG("root wrote through a file an outsider opened");
+		EXPECT_EQ(0, dev__write(fd, buf, rec_build__alloc(buf, 2, 1)));
+	}
+	close(got);
+	close(sv[0]);
+	ASSERT_EQ(0, dev__stats(fd, &st1));
+	/* accepted: root's kept file, the member's kept file, root's own */
+	EXPECT_EQ(st0.accepted + 3, st1.accepted);
+	EXPECT_EQ(st0.rejected + 3, st1.rejected);
 	close(fd);
 }
 

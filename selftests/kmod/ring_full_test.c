@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ring_full_test: the ring fills while nobody drains it.  Producers never
- * block: every write returns at once, with ENOBUFS once the ring is full,
- * and each drop is counted in dropped[KPPROF_DROP_RING_FULL].  After
+ * block: every write returns at once, with ENOBUFS once the ring is full
+ * or the writer's uid holds its share of it, and each drop is counted in
+ * dropped[KPPROF_DROP_RING_FULL] or dropped[KPPROF_DROP_SHARE].  After
  * draining, the records read are exactly the records accepted, and
  * writes succeed again.  Also: an entry that wraps the end of the ring
  * reads intact through the second mapping of the data pages, and a
@@ -27,41 +28,102 @@ CONSUMER_FIXTURE(ring)
 #define BIG_ENTRY (sizeof(struct kpprof_ring_hdr) + sizeof(struct kpprof_rec_alloc) + \
 		   8 * KPPROF_STACK_DEPTH_MAX)
 
-/* timeouts: thousands of writes under TCG on a loaded host */
-TEST_F_TIMEOUT(ring, fill_drop_drain, 90)
-{
-	struct kpprof_stats st0, st1;
-	__u64 accepted = 0, dropped = 0, slowest = 0, small_ok = 0;
-	__u64 cap = self->e.info.ring_size / BIG_ENTRY, i, seq = 0;
-	long read;
+/*
+ * fill_share - in a child running as @uid, write big records until the
+ * first drop and a few more; report the count accepted (exit status is
+ * not wide enough: through @out), and fail if one is accepted after a drop
+ * or a write blocks.  Returns the child's exit status.
+ */
+struct fill_result {
+	__u64 accepted;
+	__u64 dropped;
+	__u64 accepted_after_drop;
+	__u64 slowest_ns;
+	int other_err;
+};
 
-	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
-	/* twice the ring's worth of big records: the second half must drop */
-	for (i = 0; i < 2 * cap + 16; i++) {
-		size_t len = rec_build__alloc(self->e.buf, KPPROF_STACK_DEPTH_MAX, seq++);
+static int fill_share(int pfd, uid_t uid, __u64 limit, struct fill_result *out)
+{
+	unsigned char *buf = calloc(1, KPP_REC_BUF_MAX);
+	__u64 i, seq = uid * 1000000ULL;
+
+	if (!buf || setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		return 100;
+	for (i = 0; i < limit; i++) {
+		size_t len = rec_build__alloc(buf, KPPROF_STACK_DEPTH_MAX, seq++);
 		__u64 t0 = now_ns(), dt;
-		int err = dev__write(self->e.pfd, self->e.buf, len);
+		int err = dev__write(pfd, buf, len);
 
 		dt = now_ns() - t0;
-		if (dt > slowest)
-			slowest = dt;
+		if (dt > out->slowest_ns)
+			out->slowest_ns = dt;
 		if (err == 0) {
-			accepted++;
-			/* once full, nothing fits until the consumer moves */
-			ASSERT_EQ(0, dropped) TH_LOG("accepted after a drop at %llu",
-						     (unsigned long long)i);
+			out->accepted++;
+			if (out->dropped)
+				out->accepted_after_drop++;
+		} else if (err == -ENOBUFS) {
+			out->dropped++;
 		} else {
-			ASSERT_EQ(-ENOBUFS, err);
-			dropped++;
+			out->other_err = err;
 		}
 	}
-	TH_LOG("ring %llu bytes: %llu accepted, %llu dropped, slowest write %llu us",
-	       (unsigned long long)self->e.info.ring_size, (unsigned long long)accepted,
-	       (unsigned long long)dropped, (unsigned long long)slowest / 1000);
-	EXPECT_EQ(cap, accepted);
+	return 0;
+}
+
+/*
+ * Fill the ring: one uid can take only its share (producer_share, in
+ * info.producer_share bytes), so one child per uid, each writing until its
+ * share drops it, until the shares cover the ring; then small records of a
+ * last uid fill what is left and drop as RING_FULL.
+ */
+TEST_F_TIMEOUT(ring, fill_drop_drain, 120)
+{
+	const __u64 share = self->e.info.producer_share;
+	const unsigned int nr_uids = (self->e.info.ring_size + share - 1) / share;
+	struct kpprof_stats st0, st1;
+	__u64 accepted = 0, dropped = 0, slowest = 0, small_ok = 0, used = 0;
+	__u64 per_share = share / BIG_ENTRY, i;
+	struct fill_result *res;
+	unsigned int k;
+	long read;
+
+	ASSERT_LT(0, share);
+	ASSERT_GE(self->e.info.ring_size, share);
+	res = mmap(NULL, nr_uids * sizeof(*res), PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, res);
+	memset(res, 0, nr_uids * sizeof(*res));
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
+	for (k = 0; k < nr_uids; k++) {
+		int status;
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0)
+			_exit(fill_share(self->e.pfd, 3000 + k, per_share + 16, &res[k]));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		EXPECT_EQ(0, res[k].other_err);
+		/* once dropped, nothing fits until the consumer moves */
+		EXPECT_EQ(0, res[k].accepted_after_drop) TH_LOG("uid %u", 3000 + k);
+		/* a whole share, unless the ring ran out first */
+		if (self->e.info.ring_size - used >= per_share * BIG_ENTRY)
+			EXPECT_EQ(per_share, res[k].accepted) TH_LOG("uid %u", 3000 + k);
+		used += res[k].accepted * BIG_ENTRY;
+		accepted += res[k].accepted;
+		dropped += res[k].dropped;
+		if (res[k].slowest_ns > slowest)
+			slowest = res[k].slowest_ns;
+	}
+	TH_LOG("ring %llu bytes, share %llu: %llu accepted, %llu dropped by %u uids, slowest write %llu us",
+	       (unsigned long long)self->e.info.ring_size, (unsigned long long)share,
+	       (unsigned long long)accepted, (unsigned long long)dropped, nr_uids,
+	       (unsigned long long)slowest / 1000);
 	EXPECT_GT(WRITE_BOUND_NS, slowest);
 	EXPECT_EQ(accepted * BIG_ENTRY,
 		  ring_reader__prod(&self->e.rr) - ring_reader__cons(&self->e.rr));
+	munmap(res, nr_uids * sizeof(*res));
+	(void)i;
 
 	/* small records still fill what is left, then drop too */
 	for (i = 0; i < 1000; i++) {
@@ -80,8 +142,11 @@ TEST_F_TIMEOUT(ring, fill_drop_drain, 90)
 	accepted += small_ok;
 
 	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
+	/* the last small record found the ring itself full */
+	EXPECT_LT(0, st1.dropped[KPPROF_DROP_RING_FULL] - st0.dropped[KPPROF_DROP_RING_FULL]);
 	EXPECT_EQ(dropped, st1.dropped[KPPROF_DROP_RING_FULL] -
-		  st0.dropped[KPPROF_DROP_RING_FULL]);
+		  st0.dropped[KPPROF_DROP_RING_FULL] +
+		  st1.dropped[KPPROF_DROP_SHARE] - st0.dropped[KPPROF_DROP_SHARE]);
 	EXPECT_EQ(accepted, st1.accepted - st0.accepted);
 	EXPECT_EQ(0, st1.rejected - st0.rejected);
 	EXPECT_EQ(st1.prod_pos, ring_reader__prod(&self->e.rr));

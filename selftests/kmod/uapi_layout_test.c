@@ -47,7 +47,7 @@ TEST(no_implicit_padding)
 	EXPECT_EQ(sizeof(struct kpprof_config_page),
 		  4 + 4 + 8 + sizeof(struct kpprof_config));
 	EXPECT_EQ(sizeof(struct kpprof_info),
-		  4 + 4 + 8 + 8 + 4 + 4 + MEMBER_SIZE(struct kpprof_info, reserved));
+		  4 + 4 + 8 + 8 + 4 + 4 + 8 + MEMBER_SIZE(struct kpprof_info, reserved));
 	EXPECT_EQ(sizeof(struct kpprof_stats),
 		  2 * 8 + MEMBER_SIZE(struct kpprof_stats, dropped) + 5 * 8 +
 		  4 + 4 + MEMBER_SIZE(struct kpprof_stats, reserved));

@@ -20,6 +20,7 @@
  *   MMAP    tgid tid 0 start end offset build_id_len path
  *   MUNMAP  tgid tid 0 start end
  *   COMM    tgid tid 0 reason
+ *   NOTE    tgid tid 0 what value
  *   CYCLE   ...
  *
  * Then on stderr: "shim_reader: status S records N accepted A rejected R
@@ -47,6 +48,7 @@ static const char *const kinds[] = {
 	[KPPROF_REC_BLOCK] = "BLOCK", [KPPROF_REC_MUTEX] = "MUTEX",
 	[KPPROF_REC_MMAP] = "MMAP", [KPPROF_REC_MUNMAP] = "MUNMAP",
 	[KPPROF_REC_COMM] = "COMM", [KPPROF_REC_CYCLE] = "CYCLE",
+	[KPPROF_REC_NOTE] = "NOTE",
 };
 
 struct ring {
@@ -118,6 +120,12 @@ static void print_record(FILE *out, const unsigned char *p, __u32 len)
 		const struct kpprof_rec_comm *r = (const void *)p;
 
 		fprintf(out, " %u %u %.16s", r->reason, r->ppid, r->comm);
+		break;
+	}
+	case KPPROF_REC_NOTE: {
+		const struct kpprof_rec_note *r = (const void *)p;
+
+		fprintf(out, " %u %llu", r->what, (unsigned long long)r->value);
 		break;
 	}
 	default:
@@ -269,6 +277,7 @@ int main(int argc, char **argv)
 		WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), rb.records,
 		(unsigned long long)(st.accepted - st0.accepted),
 		(unsigned long long)(st.rejected - st0.rejected),
-		(unsigned long long)(st.dropped[KPPROF_DROP_RING_FULL] - st0.dropped[KPPROF_DROP_RING_FULL]));
+		(unsigned long long)(st.dropped[KPPROF_DROP_RING_FULL] - st0.dropped[KPPROF_DROP_RING_FULL] +
+				     st.dropped[KPPROF_DROP_SHARE] - st0.dropped[KPPROF_DROP_SHARE]));
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

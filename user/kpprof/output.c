@@ -31,16 +31,18 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 
 	kpprof_dev__stats(s->fd, &st);
 	snprintf(buf, len,
-		 "kpprof: ring drops %llu (full) %llu (disabled), bad records %llu, "
+		 "kpprof: ring drops %llu (full) %llu (disabled) %llu (share), bad records %llu, "
 		 "over caps: buckets %llu stacks %llu live %llu, unknown frees %llu, "
 		 "processes dropped %llu",
 		 (unsigned long long)st.dropped[KPPROF_DROP_RING_FULL],
 		 (unsigned long long)st.dropped[KPPROF_DROP_DISABLED],
+		 (unsigned long long)st.dropped[KPPROF_DROP_SHARE],
 		 (unsigned long long)a->bad_records, (unsigned long long)a->over_buckets,
 		 (unsigned long long)a->over_stacks, (unsigned long long)a->over_live,
 		 (unsigned long long)a->unknown_frees, (unsigned long long)a->procs_dropped);
 	/* Unknown frees are normal (allocations sampled before we attached). */
-	return st.dropped[KPPROF_DROP_RING_FULL] || a->bad_records || a->over_buckets ||
+	return st.dropped[KPPROF_DROP_RING_FULL] || st.dropped[KPPROF_DROP_SHARE] ||
+	       a->bad_records || a->over_buckets ||
 	       a->over_stacks || a->over_live;
 }
 

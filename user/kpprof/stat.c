@@ -47,6 +47,9 @@ int stat_main(int argc, char *argv[])
 	       (unsigned long long)st.accepted_bytes);
 	printf("dropped ring_full %llu\n", (unsigned long long)st.dropped[KPPROF_DROP_RING_FULL]);
 	printf("dropped disabled  %llu\n", (unsigned long long)st.dropped[KPPROF_DROP_DISABLED]);
+	printf("dropped share     %llu (a uid over its %llu bytes)\n",
+	       (unsigned long long)st.dropped[KPPROF_DROP_SHARE],
+	       (unsigned long long)info.producer_share);
 	printf("rejected          %llu\n", (unsigned long long)st.rejected);
 	printf("unread            %llu bytes (prod_pos %llu, cons_pos %llu)\n",
 	       (unsigned long long)(st.prod_pos - st.cons_pos), (unsigned long long)st.prod_pos,

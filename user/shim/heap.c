@@ -87,6 +87,11 @@ static uint64_t heap_tick(struct kpp_thread *t, size_t n)
 	return rate;
 }
 
+uint64_t kpp_heap_tick(struct kpp_thread *t, size_t n)
+{
+	return heap_tick(t, n);
+}
+
 /* heap_take - account @n bytes; the rate to sample with, or 0. */
 static inline uint64_t heap_take(struct kpp_thread *t, size_t n)
 {

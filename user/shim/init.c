@@ -243,6 +243,7 @@ static void kpp_init(void)
 		kpp_debug("pthread_atfork failed: children will not be profiled apart");
 	kpp_emit_comm(KPPROF_COMM_START);
 	kpp_maps_sync();
+	kpp_check_interposed();
 	t->guard = 0;
 	atomic_store_explicit(&kpp.ready, 1, memory_order_release);
 	kpp_debug("sampling (unwinder %s)", kpp.unwind_libunwind ? "libunwind" : "fp");

@@ -149,21 +149,37 @@ bool kpp_rand_chance(struct kpp_thread *t, uint64_t num, uint64_t den) KPP_HIDDE
 /* --------------------------------------------------------- sampled set */
 
 /*
- * The addresses of sampled, not yet freed allocations.  A small filter of
- * counters answers "certainly not sampled" with one load and no lock; the
- * table behind it is lock-free (see sampled_set.c for why that is safe).
+ * The addresses of sampled, not yet freed allocations.  A filter of
+ * counters, grown with the number of live samples, answers "certainly not
+ * sampled" with two loads and no lock; the tables behind it are lock-free
+ * (see sampled_set.c for why that is safe).
  */
 int kpp_set_init(void) KPP_HIDDEN;
-extern _Atomic uint8_t kpp_set_filter[] KPP_HIDDEN;
-#define KPP_FILTER_BITS	15
-static inline size_t kpp_set_hash(const void *p)
+/* The filter level in force: its page-aligned address + the index shift. */
+extern _Atomic(uint8_t *) kpp_set_cur KPP_HIDDEN;
+/*
+ * kpp_set_index - @p's counter in the level encoded as @v (its address,
+ * low 12 bits: s = 64 - log2(counters)).  Consecutive 16-byte granules get
+ * consecutive counters, so the frees of a neighbourhood of the heap read
+ * a few cache lines, and two live blocks never share a counter unless
+ * they lie a whole level's span (2^bits granules) apart; each span gets a
+ * pseudo-random offset, so spans that repeat one layout (per-thread
+ * arenas, 64 MiB aligned) do not line their blocks up either.
+ */
+static inline size_t kpp_set_index(const void *p, uintptr_t v)
 {
-	return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ULL >> (64 - KPP_FILTER_BITS));
+	unsigned int s = (unsigned int)(v & 4095);
+	uintptr_t a = (uintptr_t)p;
+
+	return (size_t)(((a >> 4) + (a >> (68 - s)) * 0x9E3779B97F4A7C15ULL) &
+			(~(uint64_t)0 >> s));
 }
 static inline bool kpp_set_maybe(const void *p)
 {
-	return atomic_load_explicit(&kpp_set_filter[kpp_set_hash(p)],
-				    memory_order_relaxed) != 0;
+	uintptr_t v = (uintptr_t)atomic_load_explicit(&kpp_set_cur, memory_order_acquire);
+	const _Atomic uint8_t *c = (const _Atomic uint8_t *)(v & ~(uintptr_t)4095);
+
+	return atomic_load_explicit(&c[kpp_set_index(p, v)], memory_order_relaxed) != 0;
 }
 bool kpp_set_insert(const void *p, uint64_t size) KPP_HIDDEN;
 bool kpp_set_remove(const void *p, uint64_t *size) KPP_HIDDEN;
@@ -171,6 +187,14 @@ bool kpp_set_remove(const void *p, uint64_t *size) KPP_HIDDEN;
 void kpp_set_mark(const void *p) KPP_HIDDEN;
 /* kpp_set_reset - forget every entry (the child after fork). */
 void kpp_set_reset(void) KPP_HIDDEN;
+struct kpp_set_stats {
+	uint64_t live, peak;		/* sampled blocks not yet freed */
+	unsigned int filter_bits;	/* log2 of the filter's counters */
+	unsigned int tables;		/* tables in use */
+	uint64_t filter_grows;
+	uint64_t lost;			/* samples not taken: every table full */
+};
+void kpp_set_stats(struct kpp_set_stats *st) KPP_HIDDEN;
 
 /* --------------------------------------------------------- stacks */
 
@@ -206,6 +230,18 @@ void kpp_maps_find_self(void) KPP_HIDDEN;
 /* --------------------------------------------------------- heap & locks */
 
 void kpp_heap_sampled(struct kpp_thread *t, void *p, size_t size) KPP_HIDDEN;
+/*
+ * For entry points outside heap.c (cxx_new.c, alloc_ext.c):
+ * kpp_heap_tick - the countdown expired for @n bytes (n >= countdown):
+ * re-arm, return the rate to sample with or 0 (heap.c's heap_tick).
+ * kpp_heap_forget - a block is being freed: write its FREE record if it
+ * was sampled; true if it is a start-up arena block, never to be freed.
+ */
+uint64_t kpp_heap_tick(struct kpp_thread *t, size_t n) KPP_HIDDEN;
+bool kpp_heap_forget(void *p) KPP_HIDDEN;
+/* kpp_check_interposed - say so if our malloc is not the one the program
+ * calls (alloc_check.c); after init, once. */
+void kpp_check_interposed(void) KPP_HIDDEN;
 void kpp_locks_reset(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- misc */

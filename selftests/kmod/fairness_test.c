@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fairness_test: one user flooding the ring costs only that user records.
+ * Each uid may hold info.producer_share bytes of unread records; beyond
+ * that its writes fail with ENOBUFS and count in dropped[KPPROF_DROP_SHARE],
+ * while other uids still find room.  The share comes back as the consumer
+ * reads.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "consumer_fixture.h"
+#include "rec_build.h"
+
+CONSUMER_FIXTURE(ring)
+
+#define FLOOD_UID	65534
+#define NORMAL_UID	1000
+#define NORMAL_RECORDS	300
+
+struct writer {
+	__u64 ok, dropped, other;
+	int other_err;
+};
+
+struct flood_shared {
+	volatile int flooding;	/* the flooder has been dropped already */
+	volatile int stop;
+	struct writer flooder, normal;
+};
+
+static int become(uid_t uid)
+{
+	return setresgid(uid, uid, uid) || setresuid(uid, uid, uid);
+}
+
+static void count(struct writer *w, int err)
+{
+	if (!err) {
+		w->ok++;
+	} else if (err == -ENOBUFS) {
+		w->dropped++;
+	} else {
+		w->other++;
+		w->other_err = err;
+	}
+}
+
+static int flooder(int pfd, struct flood_shared *sh)
+{
+	unsigned char *buf = calloc(1, KPP_REC_BUF_MAX);
+	__u64 seq = 0;
+
+	if (!buf || become(FLOOD_UID))
+		return 100;
+	while (!sh->stop) {
+		count(&sh->flooder, dev__write(pfd, buf, rec_build__alloc(buf, 8, seq++)));
+		if (sh->flooder.dropped >= 100)
+			sh->flooding = 1;
+	}
+	return 0;
+}
+
+static int normal(int pfd, struct flood_shared *sh)
+{
+	unsigned char *buf = calloc(1, KPP_REC_BUF_MAX);
+	int i;
+
+	if (!buf || become(NORMAL_UID))
+		return 100;
+	while (!sh->flooding && !sh->stop)
+		sched_yield();
+	for (i = 0; i < NORMAL_RECORDS; i++) {
+		count(&sh->normal, dev__write(pfd, buf, rec_build__alloc(buf, 8, 1000000 + i)));
+		sched_yield();
+	}
+	return 0;
+}
+
+TEST_F_TIMEOUT(ring, flood_costs_only_the_flooder, 120)
+{
+	struct flood_shared *sh;
+	struct kpprof_stats st0, st1;
+	const struct kpprof_record *rec;
+	__u64 got_flood = 0, got_normal = 0, other = 0;
+	pid_t fpid, npid;
+	int status;
+	__u32 len;
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, sh);
+	memset(sh, 0, sizeof(*sh));
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
+
+	/* the consumer reads nothing while they write: the worst case */
+	fpid = fork();
+	ASSERT_LE(0, fpid);
+	if (fpid == 0)
+		_exit(flooder(self->e.pfd, sh));
+	npid = fork();
+	ASSERT_LE(0, npid);
+	if (npid == 0)
+		_exit(normal(self->e.pfd, sh));
+	ASSERT_EQ(npid, waitpid(npid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sh->stop = 1;
+	ASSERT_EQ(fpid, waitpid(fpid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
+
+	TH_LOG("flooder: %llu accepted, %llu dropped; normal: %llu accepted, %llu dropped",
+	       (unsigned long long)sh->flooder.ok, (unsigned long long)sh->flooder.dropped,
+	       (unsigned long long)sh->normal.ok, (unsigned long long)sh->normal.dropped);
+	EXPECT_EQ(0, sh->flooder.other) TH_LOG("flooder errno %d", sh->flooder.other_err);
+	EXPECT_EQ(0, sh->normal.other) TH_LOG("normal errno %d", sh->normal.other_err);
+	EXPECT_EQ(1, sh->flooding);
+	/* the normal writer lost nothing */
+	EXPECT_EQ(NORMAL_RECORDS, sh->normal.ok);
+	EXPECT_EQ(0, sh->normal.dropped);
+	/* the flooder's drops, all of them, are counted as over its share */
+	EXPECT_EQ(sh->flooder.dropped,
+		  st1.dropped[KPPROF_DROP_SHARE] - st0.dropped[KPPROF_DROP_SHARE]);
+	EXPECT_EQ(0, st1.dropped[KPPROF_DROP_RING_FULL] - st0.dropped[KPPROF_DROP_RING_FULL]);
+	/* and it holds no more than its share of the ring */
+	EXPECT_GE(self->e.info.producer_share,
+		  sh->flooder.ok * (sizeof(struct kpprof_ring_hdr) +
+				    rec_build__alloc(self->e.buf, 8, 0)));
+
+	while (ring_reader__peek(&self->e.rr, &rec, &len) == 1) {
+		if (rec->uid == FLOOD_UID)
+			got_flood++;
+		else if (rec->uid == NORMAL_UID)
+			got_normal++;
+		else
+			other++;
+		ring_reader__consume(&self->e.rr);
+	}
+	EXPECT_EQ(NORMAL_RECORDS, got_normal);
+	EXPECT_EQ(sh->flooder.ok, got_flood);
+	EXPECT_EQ(0, other);
+	munmap(sh, sizeof(*sh));
+}
+
+/* A uid over its share writes again once the consumer has read. */
+TEST_F_TIMEOUT(ring, share_comes_back_when_read, 120)
+{
+	unsigned int round;
+
+	for (round = 0; round < 3; round++) {
+		__u64 ok = 0, dropped = 0, seq = 0;
+		long read;
+
+		while (dropped < 10) {
+			int err = dev__write(self->e.pfd, self->e.buf,
+					     rec_build__alloc(self->e.buf, 16, seq++));
+
+			if (err == 0)
+				ok++;
+			else
+				ASSERT_EQ(-ENOBUFS, err);
+			dropped += err != 0;
+			ASSERT_GT(4 * self->e.info.ring_size / 64, seq) TH_LOG("never dropped");
+		}
+		read = ring_reader__drain(&self->e.rr);
+		EXPECT_EQ((long)ok, read) TH_LOG("round %u", round);
+		/* exactly one share's worth, in every round */
+		EXPECT_EQ(self->e.info.producer_share /
+			  (sizeof(struct kpprof_ring_hdr) + rec_build__alloc(self->e.buf, 16, 0)), ok)
+			TH_LOG("round %u", round);
+		EXPECT_EQ(0, dev__write(self->e.pfd, self->e.buf,
+					rec_build__alloc(self->e.buf, 16, 1)));
+		EXPECT_EQ(1, ring_reader__drain(&self->e.rr));
+	}
+}
+
+TEST_HARNESS_MAIN
