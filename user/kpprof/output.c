@@ -61,7 +61,6 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 {
 	const struct kpp_agg_stats *a = kpp_agg__stats(s->agg);
 	struct kpprof_stats st = { 0 };
-	size_t used;
 
 	kpprof_dev__stats(s->fd, &st);
 	snprintf(buf, len,
@@ -74,12 +73,19 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 		 (unsigned long long)a->bad_records, (unsigned long long)a->over_buckets,
 		 (unsigned long long)a->over_stacks, (unsigned long long)a->over_live,
 		 (unsigned long long)a->unknown_frees, (unsigned long long)a->procs_dropped);
-	used = strlen(buf);
-	kpp_output__quiet_procs(s, buf + used, len - used);
 	/* Unknown frees are normal (allocations sampled before we attached). */
 	return st.dropped[KPPROF_DROP_RING_FULL] || st.dropped[KPPROF_DROP_SHARE] ||
 	       a->bad_records || a->over_buckets ||
 	       a->over_stacks || a->over_live;
+}
+
+void kpp_output__comment(const struct kpp_session *s, char *buf, size_t len)
+{
+	size_t used;
+
+	kpp_output__losses(s, buf, len);
+	used = strlen(buf);
+	kpp_output__quiet_procs(s, buf + used, len - used);
 }
 
 int kpp_output__dir(struct kpp_session *s, const char *dir, kpp_pid_filter filter,
@@ -96,8 +102,10 @@ int kpp_output__dir(struct kpp_session *s, const char *dir, kpp_pid_filter filte
 	if (kpp_output__losses(s, comment, sizeof(comment)) && !quiet)
 		fprintf(stderr, "kpprof: warning: records were lost, the profiles undercount: %s\n",
 			comment + strlen("kpprof: "));
+	/* said once on stderr, and in every profile's comment */
 	if (kpp_output__quiet_procs(s, stopped, sizeof(stopped)) && !quiet)
 		fprintf(stderr, "kpprof: warning: %s\n", stopped + 2);
+	kpp_output__comment(s, comment, sizeof(comment));
 	kpp_session__learn_maps(s);
 	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
 		struct kpp_view v;

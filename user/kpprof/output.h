@@ -11,9 +11,11 @@ int kpp_output__dir(struct kpp_session *s, const char *dir, kpp_pid_filter filte
 		    void *ctx, bool quiet);
 /* mkdir -p for one level, with a clear message; 0 or 1. */
 int kpp_output__mkdir(const char *verb, const char *dir);
-/* The collector's losses, as a comment for the profiles; true if any record was lost.
- * Processes whose shim stopped under seccomp are appended (kpp_output__quiet_procs). */
+/* The collector's losses, for a warning; true if any record was lost. */
 bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len);
+/* A profile's comment: the losses, then the processes whose shim stopped
+ * under seccomp (kpp_output__quiet_procs). */
+void kpp_output__comment(const struct kpp_session *s, char *buf, size_t len);
 /* "; pid N: seccomp filter installed, ..." per such process; true if any. */
 bool kpp_output__quiet_procs(const struct kpp_session *s, char *buf, size_t len);
 

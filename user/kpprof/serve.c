@@ -247,7 +247,7 @@ static void handle(struct kpp_session *s, int fd, char *path)
 		size_t len;
 		char comment[512];
 
-		kpp_output__losses(s, comment, sizeof(comment));
+		kpp_output__comment(s, comment, sizeof(comment));
 		o.comment = comment;
 		if (kpp_profile__encode_gz(&v, s->agg, s->sym, &o, &buf, &len) == 0) {
 			reply(fd, 200, "OK", "application/octet-stream", buf, len);
