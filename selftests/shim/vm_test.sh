@@ -213,7 +213,9 @@ run closefd --mem-rate 1 -- "$d/shim_workload" closefd
 ok_run closefd
 
 # ---------------------------------------------------------------- contention
-run mutex --mem-rate 0 --block-rate 1 --mutex-fraction 1 -- "$d/shim_workload" mutex 300
+# 1 s, not 300 ms: on a loaded host (load average 15 on 2 cores) the VM
+# ran too little in 300 ms for 20 contended waits.
+run mutex --mem-rate 0 --block-rate 1 --mutex-fraction 1 -- "$d/shim_workload" mutex 1000
 ok_run mutex
 lock=$(awk '$1 == "LOCK" { print $3 }' "$tmp/mutex.err")
 check mutex "BLOCK records on the mutex, waiter's stack (lock_site)" \
@@ -234,7 +236,7 @@ ok_run blockrate
 check blockrate "short waits sampled with probability d/rate" \
 	"$(count blockrate '$1 == "BLOCK"') < 20 && $(count blockrate '$1 == "BLOCK" && $7 != 1000000000') == 0"
 
-run rwlock --mem-rate 0 --block-rate 1 -- "$d/shim_workload" rwlock 300
+run rwlock --mem-rate 0 --block-rate 1 -- "$d/shim_workload" rwlock 1000
 ok_run rwlock
 lock=$(awk '$1 == "LOCK" { print $3 }' "$tmp/rwlock.err")
 check rwlock "BLOCK records on the rwlock" "$(count rwlock "\$1 == \"BLOCK\" && \$5 == \"$lock\"") >= 20"
