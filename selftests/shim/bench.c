@@ -9,6 +9,18 @@
  *   bench-heavy ITERS [THREADS]  one or two (default) threads: mixed
  *                                sizes, a live set of 4096 blocks per
  *                                thread; prints wall and CPU seconds
+ *   bench-churn ITERS [THREADS]  the issue's churn loop: two (default)
+ *                                threads, sizes 16 B..8 KiB, 1024 live
+ *                                blocks per thread; wall and CPU seconds
+ *   bench-live LIVE ITERS        ns per unsampled malloc+free pair while
+ *                                LIVE sampled blocks are live: under
+ *                                KPPROF_TEST_CONFIG it first sets the
+ *                                file's heap rate to 1 (every block
+ *                                sampled), allocates LIVE 64-byte blocks,
+ *                                then sets the rate to 2^40 (none sampled)
+ *                                and times pairs over a window of 4096
+ *                                slots, so each free is of a different,
+ *                                recently allocated address
  * Each prints one line "name value unit".
  */
 #include <pthread.h>
@@ -16,8 +28,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
+#include "kpprof.h"
 
 static double now_s(void)
 {
@@ -143,6 +159,95 @@ static int bench_heavy(int threads)
 	return 0;
 }
 
+static void *churn_loop(void *arg)
+{
+	struct heavy *h = arg;
+	void *live[1024] = { 0 };
+
+	for (long i = 0; i < iters; i++) {
+		unsigned int r = rand_r(&h->seed);
+		size_t k = r % 1024, size = 16 + (size_t)(r >> 10) % (8192 - 16 + 1);
+
+		free(live[k]);
+		live[k] = malloc(size);
+		memset(live[k], (int)r, 16);
+	}
+	for (int k = 0; k < 1024; k++)
+		free(live[k]);
+	return NULL;
+}
+
+static int bench_churn(int threads)
+{
+	pthread_t t[2];
+	struct heavy h[2] = { { 1 }, { 2 } };
+	double w0 = now_s(), c0 = cpu_s();
+
+	for (int i = 0; i < threads; i++)
+		pthread_create(&t[i], NULL, churn_loop, &h[i]);
+	for (int i = 0; i < threads; i++)
+		pthread_join(t[i], NULL);
+	printf("churn_wall %.4f s\nchurn_cpu %.4f s\n", now_s() - w0, cpu_s() - c0);
+	return 0;
+}
+
+/* Set the heap rate in the KPPROF_TEST_CONFIG file, as the module would
+ * (seqcount: odd while writing). */
+static void set_file_rate(volatile struct kpprof_config_page *pg, uint64_t rate)
+{
+	if (!pg)
+		return;
+	__atomic_store_n(&pg->seq, pg->seq + 1, __ATOMIC_RELEASE);
+	pg->config.mem_rate = rate;
+	__atomic_store_n(&pg->seq, pg->seq + 1, __ATOMIC_RELEASE);
+}
+
+static int bench_live(long nlive)
+{
+	const char *cfg = getenv("KPPROF_TEST_CONFIG");
+	volatile struct kpprof_config_page *pg = NULL;
+	void **keep = NULL, *win[4096];
+	double t0, ns;
+
+	if (cfg) {
+		int fd = open(cfg, O_RDWR);
+		void *m = fd < 0 ? MAP_FAILED :
+			mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		if (m == MAP_FAILED)
+			return fprintf(stderr, "bench-live: cannot map %s\n", cfg), 2;
+		close(fd);
+		pg = m;
+	}
+	if (nlive > 0) {
+		keep = mmap(NULL, (size_t)nlive * sizeof(void *), PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (keep == MAP_FAILED)
+			return 2;
+	}
+	set_file_rate(pg, 1);
+	for (long i = 0; i < nlive; i++)
+		keep[i] = malloc(64);
+	set_file_rate(pg, 1ULL << 40);
+	for (int k = 0; k < 4096; k++)
+		win[k] = malloc(64);
+	t0 = now_s();
+	for (long i = 0; i < iters; i++) {
+		int k = (int)(i & 4095);
+
+		free(win[k]);
+		win[k] = malloc(64);
+		sink = win[k];
+	}
+	ns = (now_s() - t0) * 1e9 / (double)iters;
+	printf("malloc_free_pair_live_%ld %.2f ns\n", nlive, ns);
+	for (int k = 0; k < 4096; k++)
+		free(win[k]);
+	for (long i = 0; i < nlive; i++)
+		free(keep[i]);
+	return 0;
+}
+
 int bench_main(const char *what, int argc, char **argv);
 
 int bench_main(const char *what, int argc, char **argv)
@@ -158,6 +263,13 @@ int bench_main(const char *what, int argc, char **argv)
 	}
 	if (!strcmp(what, "sampled"))
 		return bench_sampled(a);
+	if (!strcmp(what, "live"))
+		return bench_live(a);
+	if (!strcmp(what, "churn")) {
+		iters = a > 1 ? a : 1000000;
+		a = argc > 1 ? atoi(argv[1]) : 2;
+		return bench_churn(a == 1 ? 1 : 2);
+	}
 	if (!strcmp(what, "heavy")) {
 		iters = a > 1 ? a : 1000000;
 		a = argc > 1 ? atoi(argv[1]) : 2;

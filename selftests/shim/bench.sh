@@ -9,11 +9,22 @@
 # everything but the module's work on each write(2) is measured.
 #
 #   unsampled malloc+free pair, 1 and 2 threads   ns, shim vs none
+#   unsampled pair with 0 and 200K live samples   ns, shim vs none (host only:
+#                                                 the rate is switched in the file)
 #   uncontended lock+unlock pair                  ns, shim (profiles off/on) vs none
 #   sampled allocation at 16 and 64 frames        us, fp vs libunwind
+#   where a sample's time goes (sample_cost)      us per part (host only)
+#   churn: 2 threads, 16 B..8 KiB, 1024 live      wall/CPU ratios: shim at 512 KiB,
+#                                                 shim sampling off, and the peers
+#                                                 (jemalloc prof:true, heaptrack,
+#                                                 gperftools HEAPPROFILE), each
+#                                                 against its own baseline
 #   two-thread allocation-heavy workload, sort    wall/CPU at 512 KiB and at rate 1
-#   gperftools HEAPPROFILE and heaptrack          each against its own baseline
-# usage: selftests/shim/bench.sh [--quick]
+# (The peers ran on the heavy workload before; the churn loop is their
+# column now.)
+# usage: selftests/shim/bench.sh [--quick] [micro|churn|heavy|sort]...
+#   (sections: default all; bench.list runs them as separate programs, each
+#   within run-test-list's time limit under qemu)
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 d=$top/selftests/shim
@@ -25,9 +36,26 @@ module=0
 [ -c /dev/kpprof ] && module=1
 N=${KPPROF_BENCH_ITERS:-10000000}
 HEAVY=${KPPROF_BENCH_HEAVY:-400000}
+CHURN=${KPPROF_BENCH_CHURN:-2000000}
+SORTN=1000000
+quick=0
 if [ "${1:-}" = --quick ]; then
-	N=300000 HEAVY=50000
+	quick=1
+	shift
 fi
+sections=" ${*:-micro churn heavy sort} "
+want() { [[ $sections == *" $1 "* ]]; }
+if [ $quick = 1 ]; then
+	N=300000 HEAVY=50000 CHURN=200000
+elif [ $module = 1 ]; then
+	# qemu TCG runs ~20x slower: a tenth of the work keeps the whole
+	# run inside run-test-list's 300 s per program.
+	N=${KPPROF_BENCH_ITERS:-1000000}
+	HEAVY=${KPPROF_BENCH_HEAVY:-20000}
+	CHURN=${KPPROF_BENCH_CHURN:-200000}
+	SORTN=100000
+fi
+abi=$(sed -n 's/^#define KPPROF_ABI_VERSION[[:space:]]*\([0-9]*\).*/\1/p' "$top/ioctl/kpprof.h")
 
 # best5 KEY CMD...: run CMD five times, print the smallest value of KEY
 # (micro-benchmarks: the machine is shared, noise only ever adds time).
@@ -61,13 +89,25 @@ shimmed() {
 	fi
 }
 
-# mkcfg MEM BLOCK MUTEX: a struct kpprof_config_page (seq 2, ABI 1, all
-# profiles flagged on, depth 64), padded to a page.
+# mkcfg MEM BLOCK MUTEX: a struct kpprof_config_page (seq 2, the header's
+# ABI, all profiles flagged on, depth 64), padded to a page.
 mkcfg() {
 	/usr/bin/python3 -c 'import struct, sys
-m, b, x = (int(a) for a in sys.argv[1:4])
-page = struct.pack("<IIQQQIIII16x", 2, 1, 0, m, b, x, 64, 0, 7)
-sys.stdout.buffer.write(page.ljust(4096, b"\0"))' "$1" "$2" "$3"
+m, b, x, abi = (int(a) for a in sys.argv[1:5])
+page = struct.pack("<IIQQQIIII16x", 2, abi, 0, m, b, x, 64, 0, 7)
+sys.stdout.buffer.write(page.ljust(4096, b"\0"))' "$1" "$2" "$3" "$abi"
+}
+
+# shimmed_on LIB RATE CMD...: the shim on top of allocator LIB.
+shimmed_on() {
+	local alloc=$1 rate=$2
+	shift 2
+	if [ $module = 1 ]; then
+		"$d/shim_reader" --preload "$lib $alloc" --mem-rate "$rate" --dump /dev/null -- "$@"
+	else
+		mkcfg "$rate" 0 0 >"$tmp/cfg"
+		KPPROF_TEST_CONFIG=$tmp/cfg LD_PRELOAD="$lib $alloc" "$@"
+	fi
 }
 
 # plain CMD...: the baseline, under shim_reader too (without the shim) so
@@ -85,11 +125,24 @@ diff_() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f", a - b }'; }
 
 echo "# shim benchmarks ($([ $module = 1 ] && echo "module loaded, records through the ring" || echo "no module: config from a file, records to /dev/null"), $(nproc) CPUs)"
 
+if want micro; then
 for thr in 1 2; do
 	base=$(best5 malloc_free_pair_${thr}thr plain "$w" bench-malloc $thr $N)
 	shim=$(best5 malloc_free_pair_${thr}thr shimmed 524288 "$w" bench-malloc $thr $N)
 	echo "malloc+free pair, $thr thread(s): none $base ns, shim (rate 512 KiB) $shim ns, added $(diff_ "$shim" "$base") ns"
 done
+
+# Finding 5: free() must not slow down as sampled blocks accumulate.
+if [ $module = 0 ]; then
+	for live in 0 200000; do
+		base=$(best5 malloc_free_pair_live_$live plain "$w" bench-live $live $N)
+		# rate 1 until the bench has its live blocks, then 2^40 (set by the bench)
+		shim=$(best5 malloc_free_pair_live_$live shimmed 1 "$w" bench-live $live $N)
+		echo "unsampled malloc+free pair with $live live sampled blocks: none $base ns, shim $shim ns, added $(diff_ "$shim" "$base") ns (target <= 2)"
+	done
+else
+	echo "unsampled malloc+free pair with live sampled blocks: host only (the bench switches the rate in the config file)"
+fi
 
 base=$(best5 lock_unlock_pair plain "$w" bench-lock $N)
 shim=$(best5 lock_unlock_pair shimmed 524288 "$w" bench-lock $N)
@@ -104,6 +157,12 @@ for depth in 16 64; do
 	lu=$(KPPROF_UNWIND=libunwind median3 alloc_at_depth_$depth shimmed 1 "$w" bench-sampled $depth $S)
 	echo "sampled allocation, $depth frames: none $base us, fp $fp us (+$(diff_ "$fp" "$base")), libunwind $lu us (+$(diff_ "$lu" "$base"))"
 done
+
+if [ $module = 0 ]; then
+	echo "where a sampled event's time goes, at 16 frames (sample_cost, best of 5):"
+	"$d/sample_cost" | sed 's/^/  /'
+fi
+fi
 
 # Whole programs: wall and CPU seconds.  The VM's vCPUs share the host with
 # whatever else runs there, so baseline and shimmed runs are interleaved
@@ -131,6 +190,48 @@ interleave() {
 	done | tr '\n' ' '
 }
 
+if want churn; then
+# The churn loop of issue 8 (2 threads, 16 B..8 KiB, 1024 live each):
+# target <= 1.10x at 512 KiB; sampling off shows interposition alone.
+for key in churn_wall churn_cpu; do
+	read -r base def off < <(interleave $key plain "$w" bench-churn "$CHURN" 2 -- \
+		shimmed 524288 "$w" bench-churn "$CHURN" 2 -- shimmed 0 "$w" bench-churn "$CHURN" 2)
+	echo "churn, $key: none $base s, shim 512 KiB $def s (x$(ratio "$def" "$base"), target <= 1.10), shim sampling off $off s (x$(ratio "$off" "$base"))"
+done
+
+# The peers on the same churn, each against its own baseline, run the same
+# number of iterations (fewer for the slow ones; a ratio needs no scaling).
+churn() { local n=$1; shift; "$@" "$w" bench-churn "$n" 2; }
+je=$(ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 2>/dev/null)
+if [ -n "$je" ]; then
+	for key in churn_wall churn_cpu; do
+		read -r base prof shim < <(interleave $key churn "$CHURN" env LD_PRELOAD="$je" -- \
+			churn "$CHURN" env LD_PRELOAD="$je" MALLOC_CONF=prof:true,lg_prof_sample:19 -- \
+			churn "$CHURN" shimmed_on "$je" 524288)
+		echo "peer jemalloc prof:true (lg_prof_sample 19 = 512 KiB), $key: jemalloc alone $base s, prof:true $prof s (x$(ratio "$prof" "$base")), kpprof shim on jemalloc $shim s (x$(ratio "$shim" "$base"))"
+	done
+fi
+if command -v heaptrack >/dev/null; then
+	n=$((CHURN / 10))
+	for key in churn_wall churn_cpu; do
+		base=$(median3 $key churn $n env)
+		prof=$(median3 $key churn $n heaptrack -o "$tmp/ht")
+		echo "peer heaptrack, $key ($n iterations): none $base s, heaptrack $prof s (x$(ratio "$prof" "$base"))"
+	done
+fi
+tc=$(ls /usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 2>/dev/null)
+if [ -n "$tc" ]; then
+	n=$((CHURN / 100))
+	for key in churn_wall churn_cpu; do
+		base=$(median3 $key churn $n env LD_PRELOAD="$tc")
+		prof=$(median3 $key churn $n env LD_PRELOAD="$tc" HEAPPROFILE="$tmp/hp" HEAP_PROFILE_INUSE_INTERVAL=0)
+		echo "peer gperftools HEAPPROFILE, $key ($n iterations): tcmalloc alone $base s, heap profiler $prof s (x$(ratio "$prof" "$base"))"
+	done
+fi
+
+fi
+
+if want heavy; then
 for thr in 1 2; do
 	for key in heavy_wall heavy_cpu; do
 		read -r base def one < <(interleave $key plain "$w" bench-heavy "$HEAVY" $thr -- \
@@ -141,8 +242,11 @@ for thr in 1 2; do
 	done
 done
 
-# A real program: sort of 1M numbers, timed by bash.
-awk 'BEGIN { x = 1; for (i = 0; i < 1000000; i++) { x = (x * 1103515245 + 12345) % 2147483648; print x } }' >"$tmp/in.txt"
+fi
+
+if want sort; then
+# A real program: sort of SORTN numbers, timed by bash.
+awk -v n=$SORTN 'BEGIN { x = 1; for (i = 0; i < n; i++) { x = (x * 1103515245 + 12345) % 2147483648; print x } }' >"$tmp/in.txt"
 sortrun() {
 	TIMEFORMAT='%R %U %S'
 	{ time "$@" sort -n "$tmp/in.txt" >/dev/null 2>&1; } 2>&1 | tail -n 1 |
@@ -150,23 +254,7 @@ sortrun() {
 }
 for key in wall cpu; do
 	read -r base def one < <(interleave $key sortrun plain -- sortrun shimmed 524288 -- sortrun shimmed 1)
-	echo "sort -n of 1M lines, $key: none $base s, shim 512 KiB $def s (x$(ratio "$def" "$base")), shim rate 1 $one s (x$(ratio "$one" "$base"))"
+	echo "sort -n of $SORTN lines, $key: none $base s, shim 512 KiB $def s (x$(ratio "$def" "$base")), shim rate 1 $one s (x$(ratio "$one" "$base"))"
 done
 
-heavy() { "$@" "$w" bench-heavy "$HEAVY"; }
-# Other heap profilers on the same workload, each against its own baseline.
-tc=$(ls /usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 2>/dev/null)
-if [ -n "$tc" ]; then
-	for key in heavy_wall heavy_cpu; do
-		base=$(median3 $key heavy env LD_PRELOAD="$tc")
-		prof=$(median3 $key heavy env LD_PRELOAD="$tc" HEAPPROFILE="$tmp/hp" HEAP_PROFILE_INUSE_INTERVAL=0)
-		echo "gperftools HEAPPROFILE $key: tcmalloc alone $base s, with heap profiler $prof s (x$(ratio "$prof" "$base"))"
-	done
-fi
-if command -v heaptrack >/dev/null; then
-	for key in heavy_wall heavy_cpu; do
-		base=$(median3 $key heavy env)
-		prof=$(median3 $key heavy heaptrack -o "$tmp/ht")
-		echo "heaptrack $key: none $base s, heaptrack $prof s (x$(ratio "$prof" "$base"))"
-	done
 fi

@@ -4,12 +4,14 @@
  *
  *   shim_reader [--mem-rate N] [--block-rate NS] [--mutex-fraction N]
  *               [--depth N] [--preload LIB] [--dump FILE]
- *               [--switch-after MS --switch-mem-rate N] -- CMD [ARGS...]
+ *               [--switch-after MS --switch-mem-rate N] [--stall-ms MS]
+ *               -- CMD [ARGS...]
  *
  * Attaches as the ring's consumer, sets the config (heap, block and mutex
  * profiles on with the given rates, defaults mem 1, block 0, mutex 0),
  * runs CMD (with LD_PRELOAD=LIB when given; after MS milliseconds sets
  * mem_rate to N and writes a "SWITCH" line), drains the ring while CMD
+ * runs (not in its first MS milliseconds with --stall-ms, so it fills up)
  * runs and once more after it exits, restores the old config, and writes
  * one line per record to --dump (or stdout):
  *
@@ -20,10 +22,16 @@
  *   MMAP    tgid tid 0 start end offset build_id_len path
  *   MUNMAP  tgid tid 0 start end
  *   COMM    tgid tid 0 reason
+ *   NOTE    tgid tid 0 what value
  *   CYCLE   ...
  *
  * Then on stderr: "shim_reader: status S records N accepted A rejected R
  * dropped D", the module's statistics counted from attach to the end.  Exit status: CMD's.
+ *
+ *   shim_reader --decode FILE
+ *
+ * prints the records a shim appended to FILE (KPPROF_TEST_SINK, host tests
+ * without the module) in the same format; tgid and tid are 0 there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +55,7 @@ static const char *const kinds[] = {
 	[KPPROF_REC_BLOCK] = "BLOCK", [KPPROF_REC_MUTEX] = "MUTEX",
 	[KPPROF_REC_MMAP] = "MMAP", [KPPROF_REC_MUNMAP] = "MUNMAP",
 	[KPPROF_REC_COMM] = "COMM", [KPPROF_REC_CYCLE] = "CYCLE",
+	[KPPROF_REC_NOTE] = "NOTE",
 };
 
 struct ring {
@@ -120,6 +129,12 @@ static void print_record(FILE *out, const unsigned char *p, __u32 len)
 		fprintf(out, " %u %u %.16s", r->reason, r->ppid, r->comm);
 		break;
 	}
+	case KPPROF_REC_NOTE: {
+		const struct kpprof_rec_note *r = (const void *)p;
+
+		fprintf(out, " %u %llu", r->what, (unsigned long long)r->value);
+		break;
+	}
 	default:
 		break;
 	}
@@ -146,6 +161,31 @@ static void drain(struct ring *rb, FILE *out)
 	__atomic_store_n(rb->cons, cons, __ATOMIC_RELEASE);
 }
 
+/* --decode: a file of back-to-back records, as the test sink holds them. */
+static int decode(const char *path)
+{
+	static unsigned char buf[1 << 16];
+	FILE *f = fopen(path, "r");
+	struct kpprof_record h;
+
+	if (!f)
+		die(path);
+	while (fread(&h, sizeof(h), 1, f) == 1) {
+		if (h.size < sizeof(h) || h.size > sizeof(buf)) {
+			fprintf(stderr, "shim_reader: %s: bad record size %u\n", path, h.size);
+			return 1;
+		}
+		memcpy(buf, &h, sizeof(h));
+		if (fread(buf + sizeof(h), h.size - sizeof(h), 1, f) != 1 && h.size > sizeof(h)) {
+			fprintf(stderr, "shim_reader: %s: truncated record\n", path);
+			return 1;
+		}
+		print_record(stdout, buf, h.size);
+	}
+	fclose(f);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -157,13 +197,14 @@ int main(int argc, char **argv)
 		{ "dump", required_argument, NULL, 'o' },
 		{ "switch-after", required_argument, NULL, 's' },
 		{ "switch-mem-rate", required_argument, NULL, 'S' },
+		{ "stall-ms", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct kpprof_config old, cfg;
 	struct kpprof_info info;
 	struct kpprof_stats st, st0;
 	const char *preload = NULL, *dump = NULL;
-	unsigned long long switch_ms = 0, switch_mem = 0;
+	unsigned long long switch_ms = 0, switch_mem = 0, stall_ms = 0;
 	struct timespec t0, tn;
 	unsigned long long mem = 1, blk = 0, mtx = 0, depth = KPPROF_STACK_DEPTH_DEFAULT;
 	struct ring rb = { 0 };
@@ -172,6 +213,8 @@ int main(int argc, char **argv)
 	pid_t pid;
 	int c, status = 0;
 
+	if (argc == 3 && !strcmp(argv[1], "--decode"))
+		return decode(argv[2]);
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm': mem = strtoull(optarg, NULL, 0); break;
@@ -182,6 +225,7 @@ int main(int argc, char **argv)
 		case 'o': dump = optarg; break;
 		case 's': switch_ms = strtoull(optarg, NULL, 0); break;
 		case 'S': switch_mem = strtoull(optarg, NULL, 0); break;
+		case 'T': stall_ms = strtoull(optarg, NULL, 0); break;
 		default:
 			fprintf(stderr, "usage: shim_reader [options] -- CMD [ARGS...]\n");
 			return 2;
@@ -251,7 +295,10 @@ int main(int argc, char **argv)
 			switch_ms = 0;
 		}
 
-		drain(&rb, out);
+		/* --stall-ms: read nothing at first, so the ring fills up. */
+		if (!stall_ms || (unsigned long long)((tn.tv_sec - t0.tv_sec) * 1000 +
+			(tn.tv_nsec - t0.tv_nsec) / 1000000) >= stall_ms)
+			drain(&rb, out);
 		if (w == pid)
 			break;
 		if (w < 0 && errno != EINTR)

@@ -249,9 +249,10 @@ if command -v setpriv >/dev/null; then
 		"$d/shim_workload" alloc 50
 	chmod "$mode" /dev/kpprof
 	# setpriv itself runs as root (and is sampled) before it execs the
-	# workload, which must then write nothing: one COMM START, setpriv's.
+	# workload, which must then write nothing: setpriv's COMM START and
+	# COMM EXEC, no START of the program.
 	check noaccess "device not writable: exit 0, no records from the program" \
-		"$(cat "$tmp/noaccess.rc") == 0 && $(count noaccess '$1 == "COMM"') == 1 && $(in_site noaccess alloc_site ALLOC) == 0"
+		"$(cat "$tmp/noaccess.rc") == 0 && $(count noaccess '$1 == "COMM" && $5 == 0') == 1 && $(count noaccess '$1 == "COMM" && $5 == 2') == 1 && $(in_site noaccess alloc_site ALLOC) == 0"
 	[ "$(cat "$tmp/noaccess.out")" = "$want" ] && tap_ok "noaccess: output identical" ||
 		tap_fail "noaccess: output identical"
 else

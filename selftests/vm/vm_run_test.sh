@@ -31,7 +31,7 @@ expect() {
 	fi
 }
 
-tap_plan 10
+tap_plan 13
 
 # The working directory is under /tmp on purpose: the guest mounts a fresh
 # tmpfs on /tmp, and the share must still land on top of it.
@@ -89,5 +89,27 @@ if [ -f "$top/kpprof.ko" ]; then
 		eval '[ $rc -ne 0 ] && [ "$out" = device-present ] && [[ $err == *"FAILED (rmmod)"* ]]'
 else
 	tap_skip "kpprof.ko is loaded; a failed rmmod fails the run" "no $top/kpprof.ko (make module)"
+fi
+
+# --kernel: another kernel of the matrix boots, with the module built for it
+# (build/module/RELEASE, 'make module-matrix'), named to the guest's tests.
+vm --kernel no-such-kernel -- true
+expect "--kernel with an unknown release fails and names the matrix" \
+	eval '[ $rc -eq 125 ] && [[ $err == *"no installed kernel no-such-kernel"* ]] && [[ $err == *"the matrix is: "* ]]'
+other=$("$top/scripts/kernels" 2>/dev/null | tail -n 1)
+default=$("$top/scripts/kernels" --default 2>/dev/null)
+if [ -z "$other" ] || [ "$other" = "$default" ]; then
+	tap_skip "--kernel boots that kernel with its own module" "the matrix has one kernel (scripts/kernels)"
+	tap_skip "--kernel refuses a module built for another kernel" "the matrix has one kernel"
+elif [ ! -f "$top/build/module/$other/kpprof.ko" ] || [ ! -f "$top/kpprof.ko" ]; then
+	tap_skip "--kernel boots that kernel with its own module" "no build/module/$other/kpprof.ko or kpprof.ko (make module module-matrix)"
+	tap_skip "--kernel refuses a module built for another kernel" "same"
+else
+	vm --kernel "$other" -- sh -c 'uname -r; test -c /dev/kpprof && echo device-present; echo "$KPPROF_KO"'
+	expect "--kernel boots that kernel with its own module" \
+		test "$rc:$out" = "0:$other"$'\n'"device-present"$'\n'"/run/kpprof-vm/kpprof.ko"
+	KPPROF_KO=$top/kpprof.ko vm --kernel "$other" -- true
+	expect "--kernel refuses a module built for another kernel" \
+		eval '[ $rc -eq 125 ] && [[ $err == *"is built for $default, the VM boots $other"* ]]'
 fi
 tap_done

@@ -812,6 +812,15 @@ int kpp_agg__add(struct kpp_agg *a, const struct kpp_rec *r)
 		return 0;
 	case KPPROF_REC_COMM:
 		return add_comm(a, r);
+	case KPPROF_REC_NOTE:
+		if (r->note.what != KPPROF_NOTE_SECCOMP)
+			return 0;
+		p = get_proc(a, r->tgid);
+		if (!p)
+			return -ENOMEM;
+		p->seccomp_stopped = true;
+		p->seccomp_unsent = r->note.value;
+		return 0;
 	case KPPROF_REC_CYCLE:
 	default:
 		return 0;

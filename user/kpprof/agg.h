@@ -70,6 +70,8 @@ struct kpp_proc {
 	enum kpp_proc_state state;
 	uint64_t exit_seq;	/* order of exit, for the keep-N policy */
 	bool maps_from_proc;	/* maps were read from /proc, not records */
+	bool seccomp_stopped;	/* KPPROF_NOTE_SECCOMP: its shim went quiet */
+	uint64_t seccomp_unsent;	/* the note's value: events not sent by then */
 	size_t nr_maps, cap_maps;
 	struct kpp_map *maps;
 	struct kpp_proc *hnext;

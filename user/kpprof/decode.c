@@ -64,6 +64,7 @@ static const char *const slot_names[KPPROF_REC_KINDS][F_COUNT] = {
 	[KPPROF_REC_MUNMAP] = { HDR, [F_A] = "start", [F_B] = "end" },
 	[KPPROF_REC_COMM] = { HDR, [F_A] = "reason", [F_B] = "ppid", [F_TAIL] = "comm" },
 	[KPPROF_REC_CYCLE] = { HDR, [F_A] = "reason" },
+	[KPPROF_REC_NOTE] = { HDR, [F_A] = "what", [F_B] = "value" },
 #undef HDR
 };
 
@@ -304,6 +305,10 @@ int kpp_decoder__decode(const struct kpp_decoder *d, const void *data,
 		break;
 	case KPPROF_REC_CYCLE:
 		r->cyc.reason = rd(p, &kl->f[F_A]);
+		break;
+	case KPPROF_REC_NOTE:
+		r->note.what = rd(p, &kl->f[F_A]);
+		r->note.value = rd(p, &kl->f[F_B]);
 		break;
 	}
 	return 0;

@@ -38,6 +38,10 @@ struct kpp_rec {
 		struct {		/* CYCLE */
 			uint32_t reason;
 		} cyc;
+		struct {		/* NOTE: KPPROF_NOTE_* */
+			uint32_t what;
+			uint64_t value;
+		} note;
 	};
 	const void *pcs;		/* nr_pcs __u64, maybe unaligned */
 };

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "verbs.h"
+#include "version.h"
 
 static const struct {
 	const char *name;
@@ -20,6 +21,8 @@ static const struct {
 	{ "ctl", ctl_main, "Show or set the sampling rates" },
 	{ "stat", stat_main, "Show ring and drop statistics" },
 	{ "top", top_main, "Print a flat/cum top of a pprof file (no Go needed)" },
+	{ "enable", enable_main, "System-wide capture: add the shim to /etc/ld.so.preload" },
+	{ "disable", disable_main, "Remove the shim from /etc/ld.so.preload" },
 };
 
 static void usage(FILE *f)
@@ -27,7 +30,7 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: kpprof <verb> [<args>]\n\nVerbs:\n");
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		fprintf(f, "  %-8s %s\n", verbs[i].name, verbs[i].description);
-	fprintf(f, "\n'kpprof <verb> --help' describes each verb.\n");
+	fprintf(f, "\n'kpprof <verb> --help' describes each verb; 'kpprof --version'.\n");
 }
 
 int main(int argc, char *argv[])
@@ -38,6 +41,10 @@ int main(int argc, char *argv[])
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("kpprof %s\n", KPPROF_VERSION);
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)

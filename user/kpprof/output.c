@@ -24,10 +24,44 @@ int kpp_output__mkdir(const char *verb, const char *dir)
 	return 0;
 }
 
+/* One sentence per process whose shim stopped under a seccomp filter. */
+struct quiet_ctx {
+	char *buf;
+	size_t len, used;
+	unsigned int n;
+};
+
+static int note_quiet(void *ctx, struct kpp_proc *p)
+{
+	struct quiet_ctx *q = ctx;
+	int n;
+
+	if (!p->seccomp_stopped || q->used >= q->len)
+		return 0;
+	n = snprintf(q->buf + q->used, q->len - q->used,
+		     "; pid %u: seccomp filter installed, heap/lock sampling stopped (%llu events not recorded)",
+		     p->pid, (unsigned long long)p->seccomp_unsent);
+	if (n > 0)
+		q->used += (size_t)n;
+	q->n++;
+	return 0;
+}
+
+bool kpp_output__quiet_procs(const struct kpp_session *s, char *buf, size_t len)
+{
+	struct quiet_ctx q = { buf, len, 0, 0 };
+
+	if (len)
+		buf[0] = '\0';
+	kpp_agg__for_each_proc(s->agg, note_quiet, &q);
+	return q.n != 0;
+}
+
 bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 {
 	const struct kpp_agg_stats *a = kpp_agg__stats(s->agg);
 	struct kpprof_stats st = { 0 };
+	size_t used;
 
 	kpprof_dev__stats(s->fd, &st);
 	snprintf(buf, len,
@@ -40,6 +74,8 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 		 (unsigned long long)a->bad_records, (unsigned long long)a->over_buckets,
 		 (unsigned long long)a->over_stacks, (unsigned long long)a->over_live,
 		 (unsigned long long)a->unknown_frees, (unsigned long long)a->procs_dropped);
+	used = strlen(buf);
+	kpp_output__quiet_procs(s, buf + used, len - used);
 	/* Unknown frees are normal (allocations sampled before we attached). */
 	return st.dropped[KPPROF_DROP_RING_FULL] || st.dropped[KPPROF_DROP_SHARE] ||
 	       a->bad_records || a->over_buckets ||
@@ -54,12 +90,14 @@ int kpp_output__dir(struct kpp_session *s, const char *dir, kpp_pid_filter filte
 		{ "mutex.pb.gz", KPP_MUTEX },
 		{ "block.pb.gz", KPP_BLOCK },
 	};
-	char comment[512];
+	char comment[2048], stopped[1024];
 	struct kpp_write_opts o = { .comment = comment };
 
 	if (kpp_output__losses(s, comment, sizeof(comment)) && !quiet)
 		fprintf(stderr, "kpprof: warning: records were lost, the profiles undercount: %s\n",
 			comment + strlen("kpprof: "));
+	if (kpp_output__quiet_procs(s, stopped, sizeof(stopped)) && !quiet)
+		fprintf(stderr, "kpprof: warning: %s\n", stopped + 2);
 	kpp_session__learn_maps(s);
 	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
 		struct kpp_view v;

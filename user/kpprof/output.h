@@ -11,7 +11,10 @@ int kpp_output__dir(struct kpp_session *s, const char *dir, kpp_pid_filter filte
 		    void *ctx, bool quiet);
 /* mkdir -p for one level, with a clear message; 0 or 1. */
 int kpp_output__mkdir(const char *verb, const char *dir);
-/* The collector's losses, as a comment for the profiles; true if any record was lost. */
+/* The collector's losses, as a comment for the profiles; true if any record was lost.
+ * Processes whose shim stopped under seccomp are appended (kpp_output__quiet_procs). */
 bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len);
+/* "; pid N: seccomp filter installed, ..." per such process; true if any. */
+bool kpp_output__quiet_procs(const struct kpp_session *s, char *buf, size_t len);
 
 #endif

@@ -40,7 +40,8 @@ static void record_usage(FILE *f)
 static int find_shim(char *out, size_t len)
 {
 	static const char *const rel[] = {
-		"../shim/libkpprof.so", "libkpprof.so", "../lib/kpprof/libkpprof.so",
+		"../shim/libkpprof.so", "libkpprof.so", "../lib/" KPPROF_MULTIARCH "/kpprof/libkpprof.so",
+		"../lib/kpprof/libkpprof.so",
 		"../lib/libkpprof.so",
 	};
 	const char *env = getenv("KPPROF_SHIM");

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "dev.h"
+#include "notes.h"
 #include "profile_write.h"
 #include "session.h"
 
@@ -44,6 +45,11 @@ int kpp_session__record(void *ctx, const void *data, size_t len)
 	    !kpp_agg__descends_from(s->agg, r.tgid, s->root)) {
 		s->skipped++;
 		return 0;
+	}
+	if (r.kind == KPPROF_REC_NOTE) {
+		const struct kpp_proc *p = kpp_agg__proc(s->agg, r.tgid);
+
+		kpp_note__say(stderr, &r, p ? p->comm : NULL);
 	}
 	err = kpp_agg__add(s->agg, &r);
 	return err == -ENOMEM ? err : 0;

@@ -9,5 +9,7 @@ int ctl_main(int argc, char *argv[]);
 int stat_main(int argc, char *argv[]);
 int top_main(int argc, char *argv[]);
 int serve_main(int argc, char *argv[]);
+int enable_main(int argc, char *argv[]);
+int disable_main(int argc, char *argv[]);
 
 #endif

@@ -78,6 +78,7 @@ static uint32_t read_page(struct kpprof_config *cfg)
 void kpp_config_refresh(struct kpp_thread *t)
 {
 	struct kpprof_config cfg;
+	uint64_t old_rate;
 	uint32_t seq;
 
 	if (!kpp.page) {
@@ -88,8 +89,13 @@ void kpp_config_refresh(struct kpp_thread *t)
 	if (t->cfg_seq && __atomic_load_n(&kpp.page->seq, __ATOMIC_RELAXED) + 1 == t->cfg_seq)
 		return;
 	seq = read_page(&cfg);
+	old_rate = t->mem_rate;
 	t->mem_rate = !(cfg.flags & KPPROF_CFG_HEAP) ? 0 :
 		kpp.env_mem_rate >= 0 ? (uint64_t)kpp.env_mem_rate : cfg.mem_rate;
+	/* A new heap rate ends the countdown drawn with the old one: the next
+	 * allocation redraws (heap.c), even when a lock call noticed first. */
+	if (t->mem_rate != old_rate)
+		t->countdown = 0;
 	t->block_rate = !(cfg.flags & KPPROF_CFG_BLOCK) ? 0 :
 		kpp.env_block_rate >= 0 ? (uint64_t)kpp.env_block_rate : cfg.block_rate;
 	t->mutex_fraction = !(cfg.flags & KPPROF_CFG_MUTEX) ? 0 :
@@ -119,7 +125,8 @@ void kpp_debug(const char *fmt, ...)
 	va_list ap;
 	int n, saved = errno;
 
-	if (!kpp.debug)
+	/* Under a seccomp filter even write(2) may be fatal. */
+	if (!kpp.debug || atomic_load(&kpp.stopped) == KPP_STOP_SECCOMP)
 		return;
 	n = snprintf(buf, sizeof(buf), "kpprof[%d]: ", (int)getpid());
 	va_start(ap, fmt);

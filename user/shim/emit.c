@@ -1,59 +1,186 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Building and writing records: exactly one write(2) per record, laid out
- * as ioctl/kpprof.h says, kernel-owned header fields zero, size a multiple
- * of 8.  A full ring (ENOBUFS) is counted and forgotten: never retried,
- * never waited for.  errno is preserved, since the program may look at it
- * after a malloc that succeeded.
+ * Building and submitting records: exactly one syscall per record,
+ * ioctl(fd, KPPROF_IOC_SUBMIT, rec), laid out as ioctl/kpprof.h says,
+ * kernel-owned header fields zero, size a multiple of 8.  A full ring
+ * (ENOBUFS) is counted and forgotten: never retried, never waited for.
+ * errno is preserved, since the program may look at it after a malloc
+ * that succeeded.
  *
- * Before each write the fd is checked (fstat) to still be /dev/kpprof: a
- * program that closes descriptors it does not know (daemons do) and opens
- * a file that reuses the number must never receive our bytes.  The check
- * costs one syscall per record, which are rare (sampled) events.
+ * Why an ioctl and not write(2): a program that closes descriptors it does
+ * not know (daemons do) or dup2()s onto ours may put one of its own files
+ * at our number.  An ioctl number means nothing to any other file (ENOTTY;
+ * EBADF if the number is closed), so a record can never land in the
+ * program's file, and no fstat is needed first.  On either error the shim
+ * stops for good (KPP_STOP_FD): it cannot know what the number is now.
+ *
+ * KPPROF_TEST_CONFIG (tests and benchmarks without the module) writes the
+ * record with write(2) to its sink instead: that mode is for test
+ * machines, and has no such protection.
+ *
+ * Stopped (kpp.stopped: foreign fd, seccomp) nothing is submitted; the
+ * record is counted in kpp.unsent.  kpp.emitters lets seccomp.c wait for
+ * threads that passed the check before it set the flag.
  */
 #include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include "shim.h"
 
-static bool fd_is_ours(void)
+int kpp_submit(const void *rec, size_t size)
 {
-	struct stat st;
-
-	if (kpp.fd < 0 || fstat(kpp.fd, &st))
-		return false;
-	return S_ISCHR(st.st_mode) && st.st_rdev == kpp.rdev && st.st_ino == kpp.ino;
-}
-
-void kpp_emit(const void *rec, size_t size)
-{
-	int saved = errno;
 	ssize_t n;
+	int r;
 
-	if (!fd_is_ours()) {
-		if (kpp.fd >= 0) {
-			kpp_debug("/dev/kpprof fd %d was closed by the program; stopping", kpp.fd);
-			kpp.fd = -1;
-		}
-		errno = saved;
-		return;
+	if (unlikely(kpp.test_sink)) {
+		do
+			n = write(kpp.fd, rec, size);
+		while (n < 0 && errno == EINTR);
+		if (n == (ssize_t)size)
+			return 0;
+		if (n >= 0)
+			errno = EIO;
+		return -1;
 	}
 	do
-		n = write(kpp.fd, rec, size);
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)size) {
+		r = ioctl(kpp.fd, KPPROF_IOC_SUBMIT, rec);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -1 : 0;
+}
+
+/*
+ * Held frees.  A FREE refused because the ring is full (ENOBUFS) would
+ * leave its block live in the profile for ever.  So the block is not given
+ * back yet: its address goes on a small list, and before the next record
+ * (any thread) the FREE is submitted again and, once accepted, the block
+ * freed.  Holding the block keeps its address from being reused (and
+ * sampled, and recorded) before its FREE.  Bounded: 64 blocks and 64 MiB;
+ * beyond that the FREE is lost (counted).  A forked child forgets the
+ * list (its copies of those blocks leak; fork_child() must stay simple).
+ */
+#define HELD_MAX	64
+#define HELD_BYTES_MAX	(64ULL << 20)
+#define HELD_BUSY	((uintptr_t)1)	/* slot taken, address not yet stored */
+
+static struct {
+	_Atomic uintptr_t addr;		/* 0 free, HELD_BUSY, or the block */
+	uint64_t size;
+} held[HELD_MAX];
+static _Atomic int held_n;
+static _Atomic uint64_t held_bytes;
+
+static int submit_free(const void *addr, uint64_t bytes);
+static void header(struct kpprof_record *h, __u16 kind, __u16 nr_pcs, size_t size);
+
+/* flush_held - resubmit held FREEs; free the blocks whose FREE went in. */
+static void flush_held(struct kpp_thread *t)
+{
+	t->flushing = 1;
+	for (int i = 0; i < HELD_MAX && atomic_load(&held_n); i++) {
+		uintptr_t p = atomic_load_explicit(&held[i].addr, memory_order_acquire);
+		uint64_t size;
+
+		if (p <= HELD_BUSY ||
+		    !atomic_compare_exchange_strong(&held[i].addr, &p, HELD_BUSY))
+			continue;
+		size = held[i].size;
+		if (submit_free((void *)p, size) == ENOBUFS) {
+			/* Still full: keep it, try at the next record. */
+			atomic_store_explicit(&held[i].addr, p, memory_order_release);
+			break;
+		}
+		atomic_store_explicit(&held[i].addr, 0, memory_order_release);
+		atomic_fetch_sub(&held_bytes, size);
+		atomic_fetch_sub(&held_n, 1);
+		kpp_real.free((void *)p);
+	}
+	t->flushing = 0;
+}
+
+void kpp_held_reset(void)
+{
+	memset(held, 0, sizeof(held));
+	atomic_store(&held_n, 0);
+	atomic_store(&held_bytes, 0);
+}
+
+bool kpp_free_record(const void *addr, uint64_t bytes)
+{
+	if (submit_free(addr, bytes) != ENOBUFS)
+		return true;
+	if (atomic_fetch_add(&held_bytes, bytes) + bytes <= HELD_BYTES_MAX) {
+		for (int i = 0; i < HELD_MAX; i++) {
+			uintptr_t zero = 0;
+
+			if (!atomic_compare_exchange_strong(&held[i].addr, &zero, HELD_BUSY))
+				continue;
+			held[i].size = bytes;
+			atomic_store_explicit(&held[i].addr, (uintptr_t)addr,
+					      memory_order_release);
+			atomic_fetch_add(&held_n, 1);
+			atomic_fetch_add_explicit(&kpp.frees_held, 1, memory_order_relaxed);
+			return false;
+		}
+	}
+	atomic_fetch_sub(&held_bytes, bytes);
+	atomic_fetch_add_explicit(&kpp.frees_lost, 1, memory_order_relaxed);
+	return true;
+}
+
+bool kpp_free_record_now(const void *addr, uint64_t bytes)
+{
+	if (submit_free(addr, bytes) != ENOBUFS)
+		return true;
+	atomic_fetch_add_explicit(&kpp.frees_lost, 1, memory_order_relaxed);
+	return false;
+}
+
+int kpp_emit(const void *rec, size_t size)
+{
+	struct kpp_thread *t = &kpp_thread;
+	int saved = errno, ret = 0;
+
+	if (unlikely(atomic_load_explicit(&kpp.stopped, memory_order_relaxed))) {
+		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
+		return ECANCELED;
+	}
+	/* Pairs with seccomp.c: announce, then check the flag (seq_cst). */
+	atomic_fetch_add(&kpp.emitters, 1);
+	t->emitting++;
+	if (unlikely(atomic_load(&kpp.stopped)) ||
+	    (unlikely(!atomic_load_explicit(&kpp.seccomp_checked, memory_order_relaxed)) &&
+	     kpp_seccomp_inherited())) {
+		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
+		ret = ECANCELED;
+		goto out;
+	}
+	if (unlikely(atomic_load_explicit(&held_n, memory_order_relaxed)) && !t->flushing)
+		flush_held(t);
+	if (!kpp_submit(rec, size)) {
 		atomic_fetch_add_explicit(&kpp.writes_ok, 1, memory_order_relaxed);
-	} else if (n < 0 && errno == ENOBUFS) {
+	} else if (errno == ENOBUFS) {
 		atomic_fetch_add_explicit(&kpp.writes_dropped, 1, memory_order_relaxed);
+		ret = ENOBUFS;
+	} else if (errno == ENOTTY || errno == EBADF) {
+		ret = errno;
+		if (!atomic_exchange(&kpp.stopped, KPP_STOP_FD))
+			kpp_debug("fd %d is no longer /dev/kpprof (the program closed or reused it): stopping",
+				  kpp.fd);
+		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
 	} else {
+		ret = errno;
 		if (atomic_fetch_add_explicit(&kpp.writes_failed, 1,
 					      memory_order_relaxed) == 0)
 			kpp_debug("record kind %u size %zu refused: %s",
 				  ((const struct kpprof_record *)rec)->kind, size,
-				  n < 0 ? strerror(errno) : "short write");
+				  strerror(errno));
 	}
+out:
+	t->emitting--;
+	atomic_fetch_sub(&kpp.emitters, 1);
 	errno = saved;
+	return ret;
 }
 
 static void header(struct kpprof_record *h, __u16 kind, __u16 nr_pcs, size_t size)
@@ -74,55 +201,67 @@ void kpp_emit_comm(__u32 reason)
 	kpp_emit(&r, sizeof(r));
 }
 
-bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,
-		    uint64_t rate)
-{
+/*
+ * The records with a stack are built in per-thread storage, not on the
+ * caller's stack: a sample may run on a small sigaltstack or a coroutine's
+ * stack, where 1 KiB more can be an overflow.  One buffer per thread is
+ * enough: these run inside kpp_sample_begin(), whose guard keeps a signal
+ * handler on the same thread from sampling meanwhile.
+ */
+static KPP_TLS union {
 	struct {
 		struct kpprof_rec_alloc r;
 		__u64 pcs[KPPROF_STACK_DEPTH_MAX];
-	} b;
-	unsigned int n = kpp_stack(t, b.r.pcs, t->max_depth);
+	} alloc;
+	struct {
+		struct kpprof_rec_contention r;
+		__u64 pcs[KPPROF_STACK_DEPTH_MAX];
+	} cont;
+} rec_buf;
+
+bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,
+		    uint64_t rate)
+{
+	__typeof__(rec_buf.alloc) *b = &rec_buf.alloc;
+	unsigned int n = kpp_stack(t, b->r.pcs, t->max_depth);
 	size_t size;
 
 	if (!n)
 		return false;	/* a record needs at least one frame */
 	kpp_maps_sync();
-	size = sizeof(b.r) + n * sizeof(__u64);
-	header(&b.r.hdr, KPPROF_REC_ALLOC, (__u16)n, size);
-	b.r.addr = (uintptr_t)addr;
-	b.r.bytes = bytes;
-	b.r.rate = rate;
-	kpp_emit(&b, size);
-	return true;
+	size = sizeof(b->r) + n * sizeof(__u64);
+	header(&b->r.hdr, KPPROF_REC_ALLOC, (__u16)n, size);
+	b->r.addr = (uintptr_t)addr;
+	b->r.bytes = bytes;
+	b->r.rate = rate;
+	/* Not accepted (ring full, stopped): no FREE will be needed. */
+	return kpp_emit(b, size) == 0;
 }
 
-void kpp_emit_free(const void *addr, uint64_t bytes)
+static int submit_free(const void *addr, uint64_t bytes)
 {
 	struct kpprof_rec_free r;
 
 	header(&r.hdr, KPPROF_REC_FREE, 0, sizeof(r));
 	r.addr = (uintptr_t)addr;
 	r.bytes = bytes;
-	kpp_emit(&r, sizeof(r));
+	return kpp_emit(&r, sizeof(r));
 }
 
 void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
 			 uint64_t delay_ns, uint64_t rate)
 {
-	struct {
-		struct kpprof_rec_contention r;
-		__u64 pcs[KPPROF_STACK_DEPTH_MAX];
-	} b;
-	unsigned int n = kpp_stack(t, b.r.pcs, t->max_depth);
+	__typeof__(rec_buf.cont) *b = &rec_buf.cont;
+	unsigned int n = kpp_stack(t, b->r.pcs, t->max_depth);
 	size_t size;
 
 	if (!n)
 		return;
 	kpp_maps_sync();
-	size = sizeof(b.r) + n * sizeof(__u64);
-	header(&b.r.hdr, kind, (__u16)n, size);
-	b.r.delay_ns = delay_ns ? delay_ns : 1;
-	b.r.rate = rate;
-	b.r.lock = (uintptr_t)lock;
-	kpp_emit(&b, size);
+	size = sizeof(b->r) + n * sizeof(__u64);
+	header(&b->r.hdr, kind, (__u16)n, size);
+	b->r.delay_ns = delay_ns ? delay_ns : 1;
+	b->r.rate = rate;
+	b->r.lock = (uintptr_t)lock;
+	kpp_emit(b, size);
 }

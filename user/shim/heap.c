@@ -59,12 +59,20 @@ static uint64_t heap_tick(struct kpp_thread *t, size_t n)
 	}
 	if (t->guard)
 		return 0;
-	/* A fresh thread (countdown 0, not armed) starts as at a poll point. */
-	if (!t->cfg_seq)
-		t->poll_only = 1;
 	overshoot = n - t->countdown;
 	kpp_config_refresh(t);
 	rate = t->mem_rate;
+	/*
+	 * A countdown drawn with another mean than the rate now in force
+	 * (a new thread has drawn none; or the rate changed) does not mark a
+	 * sample point of this rate: treat its end as a poll point and draw
+	 * afresh, as Go's nextSample does.  Memorylessness keeps the sample
+	 * points Poisson at the new rate from here on.
+	 */
+	if (rate != t->heap_rate) {
+		t->poll_only = 1;
+		t->heap_rate = rate;
+	}
 	if (!rate) {
 		t->countdown = OFF_POLL_BYTES;
 		t->poll_only = 1;
@@ -87,6 +95,11 @@ static uint64_t heap_tick(struct kpp_thread *t, size_t n)
 	return rate;
 }
 
+uint64_t kpp_heap_tick(struct kpp_thread *t, size_t n)
+{
+	return heap_tick(t, n);
+}
+
 /* heap_take - account @n bytes; the rate to sample with, or 0. */
 static inline uint64_t heap_take(struct kpp_thread *t, size_t n)
 {
@@ -104,7 +117,8 @@ void kpp_heap_sampled(struct kpp_thread *t, void *p, size_t size)
 	if (!p || !rate || !kpp_sample_begin(t))
 		return;
 	/* Remember the address first: a free racing with the record must
-	 * find it.  No stack (e.g. on a signal stack): forget it again. */
+	 * find it.  No record went in (no stack, ring full, stopped): forget
+	 * it again, its free needs no FREE record. */
 	if (kpp_set_insert(p, size) && !kpp_emit_alloc(t, p, size, rate)) {
 		uint64_t unused;
 
@@ -142,8 +156,8 @@ static void free_slow(void *p)
 
 	if (kpp_in_arena(p))
 		return;		/* from the start-up arena: never freed */
-	if (kpp_set_remove(p, &size))
-		kpp_emit_free(p, size);
+	if (kpp_set_remove(p, &size) && !kpp_free_record(p, size))
+		return;		/* held until its FREE goes in */
 	kpp_real.free(p);
 }
 
@@ -175,20 +189,24 @@ KPP_EXPORT void *calloc(size_t n, size_t m)
 }
 
 /*
- * realloc_common - realloc and reallocarray: a free of the old block (if
- * it was sampled) and an allocation of the new size.  The free record is
- * written before the block is handed back, so another thread cannot get
- * and sample the same address first.  If the real realloc fails the old
- * block lives on: it is put back in the set and recorded again, charged
- * to this realloc's stack.  reallocarray is checked for overflow here and
- * then served by the real realloc: glibc's reallocarray calls realloc
- * through the PLT, which would land in our wrapper and sample twice.
+ * realloc_common - realloc and reallocarray.  A sampled block is moved by
+ * hand: malloc the new size, copy, then record its FREE and free it.  So a
+ * realloc that fails leaves the block exactly as it was, still sampled
+ * with its first record (the real realloc could not: the FREE must be
+ * written before the block goes back to the allocator, and by then the
+ * outcome is unknown); and the FREE is still written before another thread
+ * can get the address.  The new block is an allocation of the new size,
+ * sampled or not like any other.  Sampled blocks are rare (one per rate
+ * bytes), so losing in-place growth for them costs nothing measurable.
+ * realloc(p, 0) of a sampled block is a free.  reallocarray is checked for
+ * overflow here and then served by the real realloc: glibc's reallocarray
+ * calls realloc through the PLT, which would land in our wrapper and
+ * sample twice.
  */
 static void *realloc_common(void *p, size_t n)
 {
 	struct kpp_thread *t = &kpp_thread;
 	uint64_t old = 0;
-	bool had = false;
 	void *q;
 
 	if (p && kpp_set_maybe(p)) {
@@ -200,21 +218,28 @@ static void *realloc_common(void *p, size_t n)
 				memcpy(q, p, keep < n ? keep : n);
 			return q;
 		}
-		had = kpp_set_remove(p, &old);
-		if (had)
-			kpp_emit_free(p, old);
+		if (kpp_set_remove(p, &old)) {
+			if (!n) {
+				if (kpp_free_record(p, old))
+					return kpp_real.realloc(p, 0);
+				return NULL;	/* held: freed later */
+			}
+			q = kpp_real.malloc(n);
+			if (!q) {
+				/* Back as it was (a full table counts itself). */
+				(void)kpp_set_insert(p, old);
+				return NULL;
+			}
+			memcpy(q, p, old < n ? old : n);
+			if (kpp_free_record(p, old))
+				kpp_real.free(p);
+			if (heap_take(t, n))
+				kpp_heap_sampled(t, q, n);
+			return q;
+		}
 	}
 	q = kpp_real.realloc(p, n);
-	if (!q) {
-		if (had && n) {
-			int saved = errno;
-
-			kpp_heap_sampled(t, p, old);
-			errno = saved;
-		}
-		return NULL;
-	}
-	if (heap_take(t, n))
+	if (q && heap_take(t, n))
 		kpp_heap_sampled(t, q, n);
 	return q;
 }

@@ -44,17 +44,35 @@
 #include <unistd.h>
 #include "shim.h"
 
+/*
+ * samplers_dec - leave the count of threads in sampling paths.  Never
+ * below 0: in a child forked by a signal handler that interrupted this
+ * thread between its increment and its decrement, fork_child() has
+ * already reset the count (a -1 would stop the next fork_prepare() from
+ * waiting for anyone; counting the interrupted path in the child instead
+ * would leave a +1 behind when the fork fell before its increment).
+ */
+static void samplers_dec(void)
+{
+	if (atomic_fetch_sub(&kpp.samplers, 1) <= 0)
+		atomic_store(&kpp.samplers, 0);
+}
+
 bool kpp_sample_begin(struct kpp_thread *t)
 {
 	if (t->guard || atomic_load_explicit(&kpp.ready, memory_order_relaxed) != 1 ||
 	    atomic_load_explicit(&kpp.fork_pending, memory_order_relaxed))
 		return false;
+	if (unlikely(atomic_load_explicit(&kpp.stopped, memory_order_relaxed))) {
+		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
+		return false;
+	}
 	t->guard = 1;
 	t->saved_errno = errno;
-	/* Pairs with fork_prepare(): announce, then re-check the flag. */
+	/* Pairs with fork_prepare() and seccomp.c: announce, then re-check. */
 	atomic_fetch_add(&kpp.samplers, 1);
-	if (atomic_load(&kpp.fork_pending)) {
-		atomic_fetch_sub(&kpp.samplers, 1);
+	if (atomic_load(&kpp.fork_pending) || atomic_load(&kpp.stopped)) {
+		samplers_dec();
 		t->guard = 0;
 		return false;
 	}
@@ -63,7 +81,7 @@ bool kpp_sample_begin(struct kpp_thread *t)
 
 void kpp_sample_end(struct kpp_thread *t)
 {
-	atomic_fetch_sub(&kpp.samplers, 1);
+	samplers_dec();
 	errno = t->saved_errno;
 	t->guard = 0;
 }
@@ -89,18 +107,23 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	struct kpp_thread *t = &kpp_thread;
+	/* A fork from a signal handler that interrupted this thread's own
+	 * sampling path: that path resumes here, so it keeps its guard; its
+	 * decrement of samplers finds 0 and stays there (samplers_dec). */
+	uint32_t self = t->guard;
 
 	if (atomic_load(&kpp.ready) != 1)
 		return;
 	atomic_store(&kpp.samplers, 0);
 	kpp_set_reset();
+	kpp_held_reset();
 	kpp_maps_reset();
 	kpp_locks_reset();
 	t->rng_seeded = 0;
 	t->guard = 1;
 	kpp_emit_comm(KPPROF_COMM_FORK);
 	kpp_maps_sync();
-	t->guard = 0;
+	t->guard = self;
 	atomic_store(&kpp.fork_pending, 0);
 }
 
@@ -124,11 +147,13 @@ static int high_fd(int fd)
  * open_test_config - KPPROF_TEST_CONFIG=FILE, a test and benchmark knob
  * for machines without the module: the config page is read from FILE (a
  * regular file holding a struct kpprof_config_page) and records are
- * written to /dev/null, so everything the shim does is measured except
- * the module's own work on a write.  Returns the page or NULL.
+ * written with write(2) to KPPROF_TEST_SINK (appended; default /dev/null),
+ * so everything the shim does is measured except the module's own work on
+ * a record, and tests can read what it sent.  Returns the page or NULL.
  */
 static const void *open_test_config(const char *path, long pagesz, int *fd)
 {
+	const char *sink;
 	struct stat st;
 	void *page;
 	int cfd;
@@ -147,7 +172,9 @@ static const void *open_test_config(const char *path, long pagesz, int *fd)
 	close(cfd);
 	if (page == MAP_FAILED)
 		return NULL;
-	*fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	sink = getenv("KPPROF_TEST_SINK");
+	*fd = open(sink && *sink ? sink : "/dev/null",
+		   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (*fd < 0) {
 		munmap(page, (size_t)pagesz);
 		return NULL;
@@ -163,13 +190,15 @@ static int open_device(void)
 	const void *page;
 	int fd;
 
+	/* Before any syscall the program did not ask for (seccomp.c). */
+	if (kpp_seccomp_inherited())
+		return -1;
 	if (test && *test) {
 		page = open_test_config(test, pagesz, &fd);
 		if (!page)
 			return -1;
 		fd = high_fd(fd);
-		if (fstat(fd, &st))
-			goto err_unmap;
+		kpp.test_sink = 1;
 		goto check_abi;
 	}
 	fd = open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
@@ -201,8 +230,6 @@ check_abi:
 		goto err_unmap;
 	}
 	kpp.fd = fd;
-	kpp.rdev = st.st_rdev;
-	kpp.ino = st.st_ino;
 	kpp.page = page;
 	return 0;
 
@@ -243,6 +270,7 @@ static void kpp_init(void)
 		kpp_debug("pthread_atfork failed: children will not be profiled apart");
 	kpp_emit_comm(KPPROF_COMM_START);
 	kpp_maps_sync();
+	kpp_check_interposed();
 	t->guard = 0;
 	atomic_store_explicit(&kpp.ready, 1, memory_order_release);
 	kpp_debug("sampling (unwinder %s)", kpp.unwind_libunwind ? "libunwind" : "fp");
@@ -255,7 +283,9 @@ static void kpp_fini(void)
 	if (atomic_load(&kpp.ready) != 1)
 		return;
 	kpp_emit_comm(KPPROF_COMM_EXIT);
-	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu",
+	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu, not sent (stopped) %llu, in sampling paths %d, frees held %llu, lost %llu",
 		  (unsigned long long)kpp.writes_ok, (unsigned long long)kpp.writes_dropped,
-		  (unsigned long long)kpp.writes_failed, (unsigned long long)kpp.table_full);
+		  (unsigned long long)kpp.writes_failed, (unsigned long long)kpp.table_full,
+		  (unsigned long long)kpp.unsent, atomic_load(&kpp.samplers),
+		  (unsigned long long)kpp.frees_held, (unsigned long long)kpp.frees_lost);
 }

@@ -25,12 +25,14 @@
  *    runtime-internal locks since 1.22, and is what a futex-based lock can
  *    measure (it does not know which waiter the kernel wakes).
  *
- * Not seen: the unlock and re-lock pthread_cond_wait does internally (glibc
- * calls its internal functions), and trylock, which never waits (it is not
- * wrapped).  A waiter that registers after the unlocker has looked is
+ * The unlock inside pthread_cond_*wait is charged by wrappers of those
+ * (just before the real call); their re-lock is not timed.  A recursive
+ * mutex's inner unlocks hand nothing off and charge nothing.  Not seen:
+ * trylock, which never waits (it is not wrapped).  A waiter that registers after the unlocker has looked is
  * charged to the next hand-off.  Side-table slots are tiny spinlocks held
  * only for a few instructions; the child after fork clears the table.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -66,26 +68,49 @@ static void slot_unlock(struct wait_slot *s)
 	atomic_flag_clear_explicit(&s->busy, memory_order_release);
 }
 
-/* waiter_enter - register a waiter on @m; the slot, locked, or NULL. */
-static struct wait_slot *slot_get(const void *m, bool claim)
+/*
+ * slot_get - the slot of @m, locked, or NULL.  With @claim, a free slot
+ * is taken for @m when none holds it: only after the whole probe window
+ * was searched, or @m could hold two slots at once (a free slot before
+ * its own) and charge() would see only one.  Two waiters that claim at
+ * the same moment can still end up in two slots; charge() sums them all.
+ */
+static struct wait_slot *slot_find(const void *m, size_t from)
 {
 	size_t h = wait_hash(m);
 
-	for (size_t i = 0; i < WAIT_PROBE; i++) {
+	for (size_t i = from; i < WAIT_PROBE; i++) {
 		struct wait_slot *s = &wait_table[(h + i) % WAIT_SLOTS];
-		uintptr_t cur = atomic_load_explicit(&s->mutex, memory_order_relaxed);
 
-		if (cur != (uintptr_t)m) {
-			uintptr_t zero = 0;
-
-			if (cur || !claim ||
-			    !atomic_compare_exchange_strong(&s->mutex, &zero, (uintptr_t)m))
-				continue;
-		}
+		if (atomic_load_explicit(&s->mutex, memory_order_relaxed) != (uintptr_t)m)
+			continue;
 		slot_lock(s);
 		if (atomic_load_explicit(&s->mutex, memory_order_relaxed) == (uintptr_t)m)
 			return s;
 		slot_unlock(s);	/* freed meanwhile: keep looking */
+	}
+	return NULL;
+}
+
+static struct wait_slot *slot_get(const void *m, bool claim)
+{
+	size_t h = wait_hash(m);
+	struct wait_slot *s = slot_find(m, 0);
+
+	if (s || !claim)
+		return s;
+	for (size_t i = 0; i < WAIT_PROBE; i++) {
+		uintptr_t zero = 0;
+
+		s = &wait_table[(h + i) % WAIT_SLOTS];
+		if (!atomic_compare_exchange_strong(&s->mutex, &zero, (uintptr_t)m)) {
+			if (zero != (uintptr_t)m)
+				continue;	/* another mutex's */
+		}
+		slot_lock(s);
+		if (atomic_load_explicit(&s->mutex, memory_order_relaxed) == (uintptr_t)m)
+			return s;
+		slot_unlock(s);
 	}
 	return NULL;
 }
@@ -117,22 +142,26 @@ static void waiter_leave(struct wait_slot *s, const void *m, uint64_t t0)
 	slot_unlock(s);
 }
 
-/* charge - the wait accrued by @m's waiters since the last charge. */
+/* charge - the wait accrued by @m's waiters since the last charge, in
+ * every slot that holds @m. */
 static uint64_t charge(const void *m)
 {
-	struct wait_slot *s = slot_get(m, false);
-	uint64_t now, total, delay = 0;
+	uint64_t now = 0, total, delay = 0;
+	struct wait_slot *s;
+	size_t i = 0, h = wait_hash(m);
 
-	if (!s)
-		return 0;
-	if (s->nwaiters) {
-		now = kpp_now_ns();
-		total = now * s->nwaiters;
-		delay = total > s->sum_start ? total - s->sum_start : 0;
-		s->sum_start = total;
-		s->charged_at = now;
+	while ((s = slot_find(m, i))) {
+		i = ((size_t)(s - wait_table) + WAIT_SLOTS - h) % WAIT_SLOTS + 1;
+		if (s->nwaiters) {
+			if (!now)
+				now = kpp_now_ns();
+			total = now * s->nwaiters;
+			delay += total > s->sum_start ? total - s->sum_start : 0;
+			s->sum_start = total;
+			s->charged_at = now;
+		}
+		slot_unlock(s);
 	}
-	slot_unlock(s);
 	return delay;
 }
 
@@ -154,7 +183,9 @@ static inline bool contention_on(struct kpp_thread *t)
 		return false;
 	if (unlikely(__atomic_load_n(&pg->seq, __ATOMIC_RELAXED) + 1 != t->cfg_seq))
 		kpp_config_refresh(t);
-	return (t->block_rate | t->mutex_fraction) && !t->guard;
+	/* Stopped (seccomp, foreign fd): not even the clock is read. */
+	return (t->block_rate | t->mutex_fraction) && !t->guard &&
+		!atomic_load_explicit(&kpp.stopped, memory_order_relaxed);
 }
 
 static void block_event(struct kpp_thread *t, const void *lock, uint64_t d)
@@ -258,6 +289,19 @@ static inline bool may_have_waiters(const pthread_mutex_t *m)
 	return w == 2 || (w & (int)0x80000000);
 }
 
+/*
+ * A recursive mutex's inner unlock only decrements its count (glibc's
+ * __count, the lock depth): no hand-off, nothing to charge; the waiters'
+ * time is charged in full at the unlock that releases it.
+ */
+#define KIND_MASK	3	/* glibc's PTHREAD_MUTEX_KIND_MASK_NP (internal) */
+
+static inline bool inner_unlock(const pthread_mutex_t *m)
+{
+	return (m->__data.__kind & KIND_MASK) == PTHREAD_MUTEX_RECURSIVE_NP &&
+		m->__data.__count > 1;
+}
+
 __attribute__((noinline))
 static int unlock_slow(struct kpp_thread *t, pthread_mutex_t *m)
 {
@@ -265,7 +309,7 @@ static int unlock_slow(struct kpp_thread *t, pthread_mutex_t *m)
 	uint32_t n;
 	int r;
 
-	if (!contention_on(t) || !(n = t->mutex_fraction))
+	if (!contention_on(t) || !(n = t->mutex_fraction) || inner_unlock(m))
 		return kpp_real.mutex_unlock(m);
 	delay = charge(m);
 	r = kpp_real.mutex_unlock(m);
@@ -281,6 +325,71 @@ KPP_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 	if (likely(!may_have_waiters(m)) || likely(!kpp.page))
 		return kpp_real.mutex_unlock(m);
 	return unlock_slow(&kpp_thread, m);
+}
+
+/*
+ * pthread_cond_*wait release the mutex inside glibc, out of our sight:
+ * that is a hand-off like any unlock, charged here just before.  The
+ * record (1 in mutex_fraction) is written with the mutex still held.
+ */
+__attribute__((noinline))
+static void cond_handoff(struct kpp_thread *t, pthread_mutex_t *m)
+{
+	uint64_t delay;
+	uint32_t n;
+
+	if (!contention_on(t) || !(n = t->mutex_fraction) || inner_unlock(m))
+		return;
+	delay = charge(m);
+	if (delay && kpp_rand_chance(t, 1, n) && kpp_sample_begin(t)) {
+		kpp_emit_contention(t, KPPROF_REC_MUTEX, m, delay, n);
+		kpp_sample_end(t);
+	}
+}
+
+/* glibc's current condition variables (the 2.2.5 ones are for binaries
+ * older than 2003). */
+static void *cond_sym(const char *name)
+{
+	void *p = dlvsym(RTLD_NEXT, name, "GLIBC_2.3.2");
+
+	return p ? p : dlsym(RTLD_NEXT, name);
+}
+
+KPP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+	static int (*real)(pthread_cond_t *, pthread_mutex_t *);
+
+	if (unlikely(!real))
+		*(void **)&real = cond_sym("pthread_cond_wait");
+	if (unlikely(may_have_waiters(m)) && kpp.page)
+		cond_handoff(&kpp_thread, m);
+	return real(c, m);
+}
+
+KPP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+				      const struct timespec *ts)
+{
+	static int (*real)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+
+	if (unlikely(!real))
+		*(void **)&real = cond_sym("pthread_cond_timedwait");
+	if (unlikely(may_have_waiters(m)) && kpp.page)
+		cond_handoff(&kpp_thread, m);
+	return real(c, m, ts);
+}
+
+KPP_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
+				      clockid_t clock, const struct timespec *ts)
+{
+	static int (*real)(pthread_cond_t *, pthread_mutex_t *, clockid_t,
+			   const struct timespec *);
+
+	if (unlikely(!real))
+		*(void **)&real = dlsym(RTLD_NEXT, "pthread_cond_clockwait");
+	if (unlikely(may_have_waiters(m)) && kpp.page)
+		cond_handoff(&kpp_thread, m);
+	return real(c, m, clock, ts);
 }
 
 KPP_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)

@@ -262,6 +262,17 @@ void kpp_maps_reset(void)
 	atomic_flag_clear(&maps_lock);
 }
 
+/* kpp_maps_forget - like kpp_maps_reset, with other threads running (a
+ * failed exec: the fresh image sends every object again). */
+void kpp_maps_forget(void)
+{
+	lock();
+	nr_segs = 0;
+	atomic_store(&last_adds, ~0ULL);
+	atomic_store(&last_subs, ~0ULL);
+	unlock();
+}
+
 struct self_search {
 	uintptr_t pc, lo, hi;
 };

@@ -2,44 +2,166 @@
 /*
  * The set of sampled, live allocations: address -> size asked for.
  *
- *   free(p) ──► filter[h(p)] == 0 ? ──yes──► real free (one load, no lock)
- *                    │ no
+ *   free(p) ──► filter[index(p)] == 0 ? ──yes──► real free
+ *                    │ no                       (two loads, no lock)
  *                    ▼
- *               table: buckets h2(p) .. h2(p)+PROBE-1, 4 slots each
+ *               tables, newest first: buckets h2(p) .. h2(p)+PROBE-1
  *
- * The filter is 32 KiB of 8-bit counters (small enough to stay cached),
- * incremented for each entry whose address hashes there and decremented
- * when it leaves; a counter that reaches 255 sticks (it never goes back to
- * zero, so it can only cost false positives).  Arena blocks are marked the
- * same way so their free comes to the slow path.
+ * Filter.  8-bit counters, incremented for each entry whose address hashes
+ * there and decremented when it leaves; a counter that reaches 255 sticks
+ * (it can only cost false positives).  A false positive costs a table
+ * lookup, so the filter must stay sparse however many samples are live:
+ * it grows, 4x at a time, whenever the live count passes 1/64 of its
+ * counters (from 64 Ki counters, static, to 64 Mi, mmap'ed with
+ * MAP_NORESERVE), so at most about 1.6% of unsampled frees take the slow
+ * path (the fixed 32 KiB filter before saturated: every free was slow
+ * from about 100K live samples).  The index keeps the heap's locality
+ * (kpp_set_index in shim.h): neighbouring blocks have neighbouring
+ * counters, so a program's frees touch few cache lines and pages of even
+ * the largest level, and never share a counter with a live neighbour;
+ * large levels also sit on huge pages.  Readers find the filter in force in one
+ * word, kpp_set_cur: its address (page aligned) plus the shift that turns
+ * the 64-bit hash into an index in its low bits, so the pair is read
+ * atomically.
  *
- * The table is lock-free and needs no tombstones: an insert CASes an empty
- * slot's key from 0 to the address, a remove stores 0 back, and a lookup
- * always scans all PROBE buckets.  Operations on one key never overlap:
- * the insert runs inside the malloc that returns the address and the
- * remove inside the free of it, and the program must order those two (it
- * cannot free what it has not been given), which also makes the size
- * stored after the CAS visible to the remover.  Being lock-free, it is
- * safe from signal handlers and in a child after fork.
+ * Growing without stopping readers or losing an entry.  A false negative
+ * (a sampled block whose free is not seen) must never happen; extra counts
+ * only cost false positives.  The grower (one at a time, inside an insert):
+ *   1. maps the new level and publishes it in `building`;
+ *   2. counts every key present in the tables into it;
+ *   3. publishes it as kpp_set_cur, then clears `building`.
+ * An insert claims its slot (CAS) and then reads `building` and then the
+ * current level, incrementing both.  All of these are sequentially
+ * consistent: either the insert reads `building` after step 1 and counts
+ * itself there, or its key was in the table before step 1 and step 2 sees
+ * it; and reading `building` before the current level means it cannot
+ * miss the new level both ways (it reads either `building` before step 3
+ * clears it, or the current level after step 3 set it).  Both may count
+ * it: one extra count.  A remove decrements only the current level: a key
+ * removed during the build may stay counted in the new one (one extra
+ * count again); a key the remove finds in the current level was counted
+ * there, by the scan or by its insert.  Old levels are never unmapped (a
+ * free may still be reading one it loaded a moment before); they cost
+ * their touched pages, at most a third of the current level's size.
  *
- * 64 Ki buckets x 4 slots x 16 bytes = 4 MiB of address space, reserved
- * with MAP_NORESERVE: only pages holding live entries cost memory.  When
- * all PROBE buckets of an address are full the allocation is not sampled
- * (counted in kpp.table_full): 256 Ki live sampled objects fit.
+ * Tables.  Lock-free, no tombstones: an insert CASes an empty slot's key
+ * from 0 to the address, a remove stores 0 back, and a lookup always scans
+ * all PROBE buckets.  Operations on one key never overlap: the insert runs
+ * inside the malloc that returns the address and the remove inside the
+ * free of it, and the program must order those two, which also makes the
+ * size stored after the CAS visible to the remover.  Being lock-free, it
+ * is safe from signal handlers and in a child after fork.  Inserts go to
+ * the newest table; when it is half full (or an address's PROBE buckets
+ * are) a table 4x larger is added (64 Ki slots first, up to 16 Mi; about
+ * 21 million live samples in all).  Older tables drain as their blocks
+ * are freed; a lookup skips the empty ones.  Each table is reserved with
+ * MAP_NORESERVE, so only pages holding entries cost memory, and memory
+ * grows with the number of live samples.  Only when every table is full
+ * (or the address space is) is a sample not taken: counted in
+ * kpp.table_full and said once under KPPROF_DEBUG.
  *
- * A page of the table is never read before it is first written: reading
- * an untouched anonymous page maps the shared zero page, and the write
- * that follows must then replace it (copy-on-write), which flushes the
- * TLB of every CPU running the process -- an IPI per sample in a
- * multi-threaded program (measured: 2 threads ran 4x slower).  So an
- * insert writes first (the CAS itself, no load before it), and lookups
- * skip pages that page_used[] says were never written (they hold no key).
+ * A page of a table or filter level is never read before it is first
+ * written where that can be avoided: reading an untouched anonymous page
+ * maps the shared zero page, and the write that follows must then replace
+ * it (copy-on-write), which flushes the TLB of every CPU running the
+ * process -- an IPI per sample in a multi-threaded program (measured: 2
+ * threads ran 4x slower).  So an insert writes first (the CAS itself, no
+ * load before it), and lookups skip table pages that page_used[] says
+ * were never written.  Filter pages are read by every free: a page first
+ * read and later written costs one such flush, once per 4 KiB of filter.
+ *
+ * Arena blocks (start-up allocations, never freed) are marked: their
+ * counters set to 255 in every level, so their free comes to the slow
+ * path, which recognises them.  The marks are remembered and applied to
+ * each new level and again after a reset.
  */
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include "shim.h"
 
-#define TABLE_BITS	16
+/* ------------------------------------------------------------ filter */
+
+#define F0_BITS		16	/* 64 Ki counters, static */
+#define F_MAX_BITS	26	/* 64 Mi counters */
+#define F_STEP		2	/* each level 4x the last */
+#define F_LEVELS	((F_MAX_BITS - F0_BITS) / F_STEP + 1)
+#define F_SPARSE	6	/* grow when live > counters >> F_SPARSE */
+
+static _Alignas(4096) _Atomic uint8_t filter0[1 << F0_BITS];
+_Atomic(uint8_t *) kpp_set_cur = (uint8_t *)filter0 + (64 - F0_BITS);
+static _Atomic(uint8_t *) building;
+static uint8_t *flevel[F_LEVELS] = { (uint8_t *)filter0 + (64 - F0_BITS) };
+static _Atomic int nr_flevels = 1;
+
+static inline unsigned int level_bits(uint8_t *v)
+{
+	return 64 - (unsigned int)((uintptr_t)v & 4095);
+}
+
+static inline _Atomic uint8_t *level_cell(uint8_t *v, const void *p)
+{
+	_Atomic uint8_t *c = (_Atomic uint8_t *)((uintptr_t)v & ~(uintptr_t)4095);
+
+	return &c[kpp_set_index(p, (uintptr_t)v)];
+}
+
+static void cell_inc(_Atomic uint8_t *c)
+{
+	uint8_t v = atomic_load_explicit(c, memory_order_relaxed);
+
+	while (v != 255 &&
+	       !atomic_compare_exchange_weak_explicit(c, &v, v + 1,
+						      memory_order_release,
+						      memory_order_relaxed))
+		;
+}
+
+static void cell_dec(_Atomic uint8_t *c)
+{
+	uint8_t v = atomic_load_explicit(c, memory_order_relaxed);
+
+	while (v != 255 && v != 0 &&
+	       !atomic_compare_exchange_weak_explicit(c, &v, v - 1,
+						      memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
+/* Arena marks: few (a handful of dlsym allocations at start-up). */
+#define MAX_MARKS	256
+static const void *marks[MAX_MARKS];
+static _Atomic unsigned int nr_marks;
+
+static void mark_level(uint8_t *v)
+{
+	unsigned int n = atomic_load(&nr_marks);
+
+	for (unsigned int i = 0; i < n && i < MAX_MARKS; i++)
+		atomic_store_explicit(level_cell(v, marks[i]), 255, memory_order_relaxed);
+}
+
+void kpp_set_mark(const void *p)
+{
+	unsigned int i = atomic_fetch_add(&nr_marks, 1);
+	uint8_t *b;
+
+	if (i < MAX_MARKS)
+		marks[i] = p;
+	/* Beyond MAX_MARKS the block is only marked in the levels that exist:
+	 * an arena of 64 KiB holds fewer blocks than that in practice. */
+	for (int l = 0; l < atomic_load(&nr_flevels); l++)
+		atomic_store_explicit(level_cell(flevel[l], p), 255, memory_order_relaxed);
+	b = atomic_load(&building);
+	if (b)
+		atomic_store_explicit(level_cell(b, p), 255, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------ tables */
+
+#define T0_BITS		14	/* 16 Ki buckets = 64 Ki slots */
+#define T_STEP		2
+#define T_LEVELS	5	/* up to 4 Mi buckets = 16 Mi slots */
 #define SLOTS		4
 #define PROBE		8
 
@@ -52,10 +174,20 @@ struct bucket {
 	struct slot slot[SLOTS];
 };
 
-_Atomic uint8_t kpp_set_filter[1 << KPP_FILTER_BITS];
-static struct bucket *table;
 #define BUCKETS_PER_PAGE	(4096 / sizeof(struct bucket))
-static _Atomic uint8_t page_used[(1 << TABLE_BITS) / BUCKETS_PER_PAGE];
+
+struct table {
+	struct bucket *b;
+	_Atomic uint8_t *page_used;	/* one byte per page of b[] */
+	unsigned int bits;
+	_Atomic uint64_t live;
+	uint64_t grow_at;		/* add a table past this many live */
+};
+
+static struct table tables[T_LEVELS];
+static _Atomic int nr_tables;
+static _Atomic uint64_t live_total, live_peak, filter_grows;
+static _Atomic int grow_lock;
 
 static size_t table_hash(const void *p)
 {
@@ -64,76 +196,154 @@ static size_t table_hash(const void *p)
 	x ^= x >> 29;
 	x *= 0xBF58476D1CE4E5B9ULL;
 	x ^= x >> 32;
-	return x & ((1 << TABLE_BITS) - 1);
+	return x;
 }
 
-static size_t table_bytes(void)
+static size_t table_bytes(unsigned int bits)
 {
-	return sizeof(struct bucket) << TABLE_BITS;
+	return sizeof(struct bucket) << bits;
+}
+
+static size_t table_pages(unsigned int bits)
+{
+	return table_bytes(bits) / 4096;
+}
+
+/* Map table number @i (its slot in tables[] is unused); 0 or -1. */
+static int table_add(int i)
+{
+	unsigned int bits = T0_BITS + T_STEP * (unsigned int)i;
+	size_t len = table_bytes(bits) + table_pages(bits);
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	struct table *t = &tables[i];
+
+	if (m == MAP_FAILED)
+		return -1;
+	t->b = m;
+	t->page_used = (_Atomic uint8_t *)((char *)m + table_bytes(bits));
+	t->bits = bits;
+	t->grow_at = ((uint64_t)SLOTS << bits) / 2;
+	atomic_store(&t->live, 0);
+	atomic_store(&nr_tables, i + 1);
+	return 0;
+}
+
+static void lock_grow(void)
+{
+	int z = 0;
+
+	while (!atomic_compare_exchange_weak(&grow_lock, &z, 1)) {
+		z = 0;
+		sched_yield();
+	}
+}
+
+static bool trylock_grow(void)
+{
+	int z = 0;
+
+	return atomic_compare_exchange_strong(&grow_lock, &z, 1);
+}
+
+static void unlock_grow(void)
+{
+	atomic_store(&grow_lock, 0);
 }
 
 int kpp_set_init(void)
 {
-	void *m = mmap(NULL, table_bytes(), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	if (m == MAP_FAILED)
-		return -1;
-	table = m;
+	if (atomic_load(&nr_tables))
+		return 0;
 	/*
-	 * Write the filter's 8 pages now, while the process is most likely
-	 * single-threaded: frees read it from the start, so its first writes
-	 * later would replace zero pages, each a TLB-shootdown IPI.
+	 * Write the static filter's pages now, while the process is most
+	 * likely single-threaded: frees read it from the start, so its first
+	 * writes later would replace zero pages, each a TLB-shootdown IPI.
 	 */
-	for (size_t i = 0; i < sizeof(kpp_set_filter); i += 4096)
-		atomic_fetch_add_explicit(&kpp_set_filter[i], 0, memory_order_relaxed);
-	atomic_fetch_add_explicit(&page_used[0], 0, memory_order_relaxed);
-	return 0;
+	for (size_t i = 0; i < sizeof(filter0); i += 4096)
+		atomic_fetch_add_explicit(&filter0[i], 0, memory_order_relaxed);
+	return table_add(0);
 }
 
-static void filter_inc(const void *p)
-{
-	_Atomic uint8_t *c = &kpp_set_filter[kpp_set_hash(p)];
-	uint8_t v = atomic_load_explicit(c, memory_order_relaxed);
+/* ------------------------------------------------------------ growing */
 
-	while (v != 255 &&
-	       !atomic_compare_exchange_weak_explicit(c, &v, v + 1,
-						      memory_order_release,
-						      memory_order_relaxed))
-		;
+/* Count every key in the tables into filter level @v (step 2 above). */
+static void count_all(uint8_t *v)
+{
+	int n = atomic_load(&nr_tables);
+
+	for (int i = 0; i < n; i++) {
+		struct table *t = &tables[i];
+
+		if (!atomic_load(&t->live))
+			continue;
+		for (size_t pg = 0; pg < table_pages(t->bits); pg++) {
+			if (!atomic_load_explicit(&t->page_used[pg], memory_order_relaxed))
+				continue;
+			for (size_t bi = pg * BUCKETS_PER_PAGE; bi < (pg + 1) * BUCKETS_PER_PAGE; bi++)
+				for (int s = 0; s < SLOTS; s++) {
+					uintptr_t k = atomic_load(&t->b[bi].slot[s].key);
+
+					if (k)
+						cell_inc(level_cell(v, (const void *)k));
+				}
+		}
+	}
 }
 
-static void filter_dec(const void *p)
+/* Grow the filter if it is too dense; skipped while another thread grows. */
+static void filter_maybe_grow(uint64_t live)
 {
-	_Atomic uint8_t *c = &kpp_set_filter[kpp_set_hash(p)];
-	uint8_t v = atomic_load_explicit(c, memory_order_relaxed);
+	uint8_t *cur = atomic_load_explicit(&kpp_set_cur, memory_order_relaxed), *v;
+	unsigned int bits = level_bits(cur);
+	int n;
+	void *m;
 
-	while (v != 255 && v != 0 &&
-	       !atomic_compare_exchange_weak_explicit(c, &v, v - 1,
-						      memory_order_relaxed,
-						      memory_order_relaxed))
-		;
+	if (likely(live <= (1ULL << bits) >> F_SPARSE) || bits >= F_MAX_BITS ||
+	    !trylock_grow())
+		return;
+	/* Re-check under the lock: another thread may have grown it. */
+	cur = atomic_load(&kpp_set_cur);
+	bits = level_bits(cur) + F_STEP;
+	n = atomic_load(&nr_flevels);
+	if (live <= (1ULL << (bits - F_STEP)) >> F_SPARSE || n >= F_LEVELS)
+		goto out;
+	m = mmap(NULL, (size_t)1 << bits, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		goto out;
+	/* Huge pages, where the kernel offers them: every free reads a
+	 * random counter of this level, and 4 KiB pages would make most of
+	 * those reads a TLB miss once the level outgrows the TLB's reach. */
+	if (bits >= 21)
+		madvise(m, (size_t)1 << bits, MADV_HUGEPAGE);
+	v = (uint8_t *)m + (64 - bits);
+	atomic_store(&building, v);		/* 1 */
+	count_all(v);				/* 2 */
+	mark_level(v);
+	flevel[n] = v;
+	atomic_store(&nr_flevels, n + 1);
+	atomic_store(&kpp_set_cur, v);		/* 3 */
+	atomic_store(&building, NULL);
+	atomic_fetch_add_explicit(&filter_grows, 1, memory_order_relaxed);
+out:
+	unlock_grow();
 }
 
-void kpp_set_mark(const void *p)
-{
-	atomic_store(&kpp_set_filter[kpp_set_hash(p)], 255);
-}
+/* ------------------------------------------------------------ operations */
 
-bool kpp_set_insert(const void *p, uint64_t size)
+/* Claim a slot for @p in table @t; true if it is stored there. */
+static bool table_put(struct table *t, const void *p, uint64_t size)
 {
-	size_t h = table_hash(p);
+	size_t h = table_hash(p), mask = ((size_t)1 << t->bits) - 1;
 
-	if (!table || !p)
-		return false;
 	for (size_t i = 0; i < PROBE; i++) {
-		size_t bi = (h + i) & ((1 << TABLE_BITS) - 1);
-		struct bucket *b = &table[bi];
+		size_t bi = (h + i) & mask;
+		struct bucket *b = &t->b[bi];
+		_Atomic uint8_t *used = &t->page_used[bi / BUCKETS_PER_PAGE];
 
-		if (!atomic_load_explicit(&page_used[bi / BUCKETS_PER_PAGE],
-					  memory_order_relaxed))
-			atomic_store_explicit(&page_used[bi / BUCKETS_PER_PAGE], 1,
-					      memory_order_relaxed);
+		if (!atomic_load_explicit(used, memory_order_relaxed))
+			atomic_store_explicit(used, 1, memory_order_relaxed);
 		for (size_t s = 0; s < SLOTS; s++) {
 			uintptr_t zero = 0;
 
@@ -142,25 +352,70 @@ bool kpp_set_insert(const void *p, uint64_t size)
 							    (uintptr_t)p))
 				continue;
 			b->slot[s].size = size;
-			filter_inc(p);
+			atomic_fetch_add_explicit(&t->live, 1, memory_order_relaxed);
 			return true;
 		}
 	}
-	atomic_fetch_add_explicit(&kpp.table_full, 1, memory_order_relaxed);
 	return false;
 }
 
-bool kpp_set_remove(const void *p, uint64_t *size)
+bool kpp_set_insert(const void *p, uint64_t size)
 {
-	size_t h = table_hash(p);
+	uint8_t *bl, *cur;
+	uint64_t live, peak;
+	int n = atomic_load(&nr_tables);
 
-	if (!table || !p)
+	if (!n || !p)
 		return false;
-	for (size_t i = 0; i < PROBE; i++) {
-		size_t bi = (h + i) & ((1 << TABLE_BITS) - 1);
-		struct bucket *b = &table[bi];
+	for (;;) {
+		struct table *t = &tables[n - 1];
+		int now;
 
-		if (!atomic_load_explicit(&page_used[bi / BUCKETS_PER_PAGE],
+		if (atomic_load_explicit(&t->live, memory_order_relaxed) < t->grow_at &&
+		    table_put(t, p, size))
+			break;
+		/* Newest table half full, or this address's buckets full. */
+		lock_grow();
+		now = atomic_load(&nr_tables);
+		if (now == n && (n == T_LEVELS || table_add(n))) {
+			unlock_grow();
+			/* Every table full: last chance in the older ones. */
+			for (int i = n - 1; i >= 0; i--)
+				if (table_put(&tables[i], p, size))
+					goto stored;
+			if (atomic_fetch_add_explicit(&kpp.table_full, 1,
+						      memory_order_relaxed) == 0)
+				kpp_debug("sampled-address table full (%llu live): samples are being lost",
+					  (unsigned long long)atomic_load(&live_total));
+			return false;
+		}
+		unlock_grow();
+		n = atomic_load(&nr_tables);
+	}
+stored:
+	/* Count it in the filter: `building` first, then the current level. */
+	bl = atomic_load(&building);
+	cur = atomic_load(&kpp_set_cur);
+	cell_inc(level_cell(cur, p));
+	if (bl && bl != cur)
+		cell_inc(level_cell(bl, p));
+	live = atomic_fetch_add_explicit(&live_total, 1, memory_order_relaxed) + 1;
+	peak = atomic_load_explicit(&live_peak, memory_order_relaxed);
+	while (live > peak && !atomic_compare_exchange_weak(&live_peak, &peak, live))
+		;
+	filter_maybe_grow(live);
+	return true;
+}
+
+static bool table_take(struct table *t, const void *p, uint64_t *size)
+{
+	size_t h = table_hash(p), mask = ((size_t)1 << t->bits) - 1;
+
+	for (size_t i = 0; i < PROBE; i++) {
+		size_t bi = (h + i) & mask;
+		struct bucket *b = &t->b[bi];
+
+		if (!atomic_load_explicit(&t->page_used[bi / BUCKETS_PER_PAGE],
 					  memory_order_relaxed))
 			continue;	/* never written: holds no key */
 		for (size_t s = 0; s < SLOTS; s++) {
@@ -169,7 +424,25 @@ bool kpp_set_remove(const void *p, uint64_t *size)
 				continue;
 			*size = b->slot[s].size;
 			atomic_store_explicit(&b->slot[s].key, 0, memory_order_release);
-			filter_dec(p);
+			atomic_fetch_sub_explicit(&t->live, 1, memory_order_relaxed);
+			return true;
+		}
+	}
+	return false;
+}
+
+bool kpp_set_remove(const void *p, uint64_t *size)
+{
+	int n = atomic_load_explicit(&nr_tables, memory_order_acquire);
+
+	if (!p)
+		return false;
+	for (int i = n - 1; i >= 0; i--) {
+		if (!atomic_load_explicit(&tables[i].live, memory_order_relaxed))
+			continue;
+		if (table_take(&tables[i], p, size)) {
+			cell_dec(level_cell(atomic_load(&kpp_set_cur), p));
+			atomic_fetch_sub_explicit(&live_total, 1, memory_order_relaxed);
 			return true;
 		}
 	}
@@ -179,22 +452,59 @@ bool kpp_set_remove(const void *p, uint64_t *size)
 /*
  * kpp_set_reset - the child after fork starts with nothing sampled: its
  * frees of blocks the parent sampled are not its own allocations as far
- * as the profile goes.  Replacing the mapping is O(1); arena marks are
- * restored because arena blocks may still be freed.
+ * as the profile goes.  Replacing each mapping is O(1); the filter levels
+ * are cleared the same way and the arena marks put back, because arena
+ * blocks may still be freed.  The prepare handler waited for every thread
+ * inside a sampling path, so no grow was under way at the fork.
  */
 void kpp_set_reset(void)
 {
-	void *m;
+	int n = atomic_load(&nr_tables);
 
-	if (!table)
+	for (int i = 0; i < n; i++) {
+		struct table *t = &tables[i];
+		size_t len = table_bytes(t->bits) + table_pages(t->bits);
+
+		if (mmap(t->b, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+			memset(t->b, 0, len);
+		atomic_store(&t->live, 0);
+	}
+	for (int l = 0; l < atomic_load(&nr_flevels); l++) {
+		uint8_t *v = flevel[l];
+		void *c = (void *)((uintptr_t)v & ~(uintptr_t)4095);
+		size_t len = (size_t)1 << level_bits(v);
+
+		if (l == 0 || mmap(c, len, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+				   -1, 0) == MAP_FAILED)
+			memset(c, 0, len);
+		mark_level(v);
+	}
+	atomic_store(&building, NULL);
+	atomic_store(&grow_lock, 0);
+	atomic_store(&live_total, 0);
+}
+
+void kpp_set_stats(struct kpp_set_stats *st)
+{
+	st->live = atomic_load(&live_total);
+	st->peak = atomic_load(&live_peak);
+	st->filter_bits = level_bits(atomic_load(&kpp_set_cur));
+	st->filter_grows = atomic_load(&filter_grows);
+	st->tables = (unsigned int)atomic_load(&nr_tables);
+	st->lost = atomic_load(&kpp.table_full);
+}
+
+__attribute__((destructor))
+static void set_report(void)
+{
+	struct kpp_set_stats st;
+
+	if (!atomic_load(&nr_tables))
 		return;
-	m = mmap(table, table_bytes(), PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-	if (m == MAP_FAILED)
-		memset(table, 0, table_bytes());
-	else
-		memset(page_used, 0, sizeof(page_used));
-	for (size_t i = 0; i < (1 << KPP_FILTER_BITS); i++)
-		if (atomic_load_explicit(&kpp_set_filter[i], memory_order_relaxed) != 255)
-			atomic_store_explicit(&kpp_set_filter[i], 0, memory_order_relaxed);
+	kpp_set_stats(&st);
+	kpp_debug("sampled set: live %llu (peak %llu), filter 2^%u counters (grown %llu times), %u tables, samples lost (table full) %llu",
+		  (unsigned long long)st.live, (unsigned long long)st.peak, st.filter_bits,
+		  (unsigned long long)st.filter_grows, st.tables, (unsigned long long)st.lost);
 }

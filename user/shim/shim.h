@@ -78,7 +78,13 @@ bool kpp_resolving(void) KPP_HIDDEN;
  * @poll_only: the countdown ends at a config poll point, not a sample.
  * @guard:     non-zero while the thread is inside the shim's slow paths.
  * @cfg_seq:   config page seq the cached rates below were read at, + 1
- *             (0 = never read).
+ *             (0 = never read).  lock.c refreshes it too, so it says
+ *             nothing about the heap countdown: see @heap_rate.
+ * @heap_rate: the mean the countdown in force was drawn with; 0 = none
+ *             drawn yet (a new thread).  A countdown drawn with another
+ *             rate than the one in force is only a poll point (heap.c).
+ * @emitting:  this thread is inside kpp_emit() (seccomp.c waits for the
+ *             others, not for itself).
  */
 struct kpp_thread {
 	uint64_t countdown;
@@ -94,6 +100,9 @@ struct kpp_thread {
 	uintptr_t stack_lo, stack_hi;	/* this thread's stack, for the FP walker */
 	uint32_t stack_known;
 	int saved_errno;		/* errno on entry to a sampling path */
+	uint64_t heap_rate;
+	uint32_t emitting;
+	uint32_t flushing;		/* inside emit.c's flush_held() */
 };
 extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
 
@@ -102,8 +111,7 @@ extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
 /* Process-wide state set up by kpp_init(). */
 struct kpp_global {
 	int fd;				/* /dev/kpprof, -1: pass-through */
-	dev_t rdev;			/* to notice the fd being closed under us */
-	ino_t ino;
+	int test_sink;			/* KPPROF_TEST_CONFIG: write(2) to fd */
 	const volatile struct kpprof_config_page *page;
 	int unwind_libunwind;		/* KPPROF_UNWIND: 1 libunwind, 0 fp */
 	int debug;			/* KPPROF_DEBUG=1 */
@@ -116,7 +124,17 @@ struct kpp_global {
 	_Atomic int samplers;		/* threads inside a sampling path */
 	_Atomic uint64_t writes_ok, writes_dropped, writes_failed;
 	_Atomic uint64_t table_full;
+	_Atomic int stopped;		/* KPP_STOP_*: nothing more is emitted */
+	_Atomic int emitters;		/* threads inside kpp_emit() */
+	_Atomic int seccomp_checked;	/* the inherited-filter check ran */
+	_Atomic uint64_t unsent;	/* events not sent since stopped */
+	_Atomic uint64_t frees_held;	/* FREEs retried after a full ring */
+	_Atomic uint64_t frees_lost;	/* ... that could not be held */
 };
+
+/* Why the shim stopped emitting (kpp.stopped). */
+#define KPP_STOP_FD		1	/* our fd number is no longer /dev/kpprof */
+#define KPP_STOP_SECCOMP	2	/* a seccomp filter is (about to be) in force */
 extern struct kpp_global kpp KPP_HIDDEN;
 
 /*
@@ -149,21 +167,37 @@ bool kpp_rand_chance(struct kpp_thread *t, uint64_t num, uint64_t den) KPP_HIDDE
 /* --------------------------------------------------------- sampled set */
 
 /*
- * The addresses of sampled, not yet freed allocations.  A small filter of
- * counters answers "certainly not sampled" with one load and no lock; the
- * table behind it is lock-free (see sampled_set.c for why that is safe).
+ * The addresses of sampled, not yet freed allocations.  A filter of
+ * counters, grown with the number of live samples, answers "certainly not
+ * sampled" with two loads and no lock; the tables behind it are lock-free
+ * (see sampled_set.c for why that is safe).
  */
 int kpp_set_init(void) KPP_HIDDEN;
-extern _Atomic uint8_t kpp_set_filter[] KPP_HIDDEN;
-#define KPP_FILTER_BITS	15
-static inline size_t kpp_set_hash(const void *p)
+/* The filter level in force: its page-aligned address + the index shift. */
+extern _Atomic(uint8_t *) kpp_set_cur KPP_HIDDEN;
+/*
+ * kpp_set_index - @p's counter in the level encoded as @v (its address,
+ * low 12 bits: s = 64 - log2(counters)).  Consecutive 16-byte granules get
+ * consecutive counters, so the frees of a neighbourhood of the heap read
+ * a few cache lines, and two live blocks never share a counter unless
+ * they lie a whole level's span (2^bits granules) apart; each span gets a
+ * pseudo-random offset, so spans that repeat one layout (per-thread
+ * arenas, 64 MiB aligned) do not line their blocks up either.
+ */
+static inline size_t kpp_set_index(const void *p, uintptr_t v)
 {
-	return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ULL >> (64 - KPP_FILTER_BITS));
+	unsigned int s = (unsigned int)(v & 4095);
+	uintptr_t a = (uintptr_t)p;
+
+	return (size_t)(((a >> 4) + (a >> (68 - s)) * 0x9E3779B97F4A7C15ULL) &
+			(~(uint64_t)0 >> s));
 }
 static inline bool kpp_set_maybe(const void *p)
 {
-	return atomic_load_explicit(&kpp_set_filter[kpp_set_hash(p)],
-				    memory_order_relaxed) != 0;
+	uintptr_t v = (uintptr_t)atomic_load_explicit(&kpp_set_cur, memory_order_acquire);
+	const _Atomic uint8_t *c = (const _Atomic uint8_t *)(v & ~(uintptr_t)4095);
+
+	return atomic_load_explicit(&c[kpp_set_index(p, v)], memory_order_relaxed) != 0;
 }
 bool kpp_set_insert(const void *p, uint64_t size) KPP_HIDDEN;
 bool kpp_set_remove(const void *p, uint64_t *size) KPP_HIDDEN;
@@ -171,6 +205,14 @@ bool kpp_set_remove(const void *p, uint64_t *size) KPP_HIDDEN;
 void kpp_set_mark(const void *p) KPP_HIDDEN;
 /* kpp_set_reset - forget every entry (the child after fork). */
 void kpp_set_reset(void) KPP_HIDDEN;
+struct kpp_set_stats {
+	uint64_t live, peak;		/* sampled blocks not yet freed */
+	unsigned int filter_bits;	/* log2 of the filter's counters */
+	unsigned int tables;		/* tables in use */
+	uint64_t filter_grows;
+	uint64_t lost;			/* samples not taken: every table full */
+};
+void kpp_set_stats(struct kpp_set_stats *st) KPP_HIDDEN;
 
 /* --------------------------------------------------------- stacks */
 
@@ -184,12 +226,30 @@ unsigned int kpp_stack_unwind(__u64 *pcs, unsigned int max) KPP_HIDDEN;
 
 /* --------------------------------------------------------- records */
 
-/* kpp_emit - write(2) one record; never retries ENOBUFS; keeps errno. */
-void kpp_emit(const void *rec, size_t size) KPP_HIDDEN;
+/*
+ * kpp_emit - submit one record (KPPROF_IOC_SUBMIT; write(2) to the sink
+ * under KPPROF_TEST_CONFIG); never retries ENOBUFS; keeps errno.  Once
+ * stopped (kpp.stopped) it only counts the record in kpp.unsent.
+ */
+int kpp_emit(const void *rec, size_t size) KPP_HIDDEN;	/* 0 or an errno */
+/* kpp_submit - the one syscall behind kpp_emit: 0 or -1 with errno. */
+int kpp_submit(const void *rec, size_t size) KPP_HIDDEN;
 void kpp_emit_comm(__u32 reason) KPP_HIDDEN;
+/* kpp_emit_alloc - false if no ALLOC went in (no stack, ring full, stopped). */
 bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,
 		    uint64_t rate) KPP_HIDDEN;
-void kpp_emit_free(const void *addr, uint64_t bytes) KPP_HIDDEN;
+/*
+ * kpp_free_record - the FREE of a sampled block about to be freed.  true:
+ * free it now; false: the ring was full and the shim keeps the block until
+ * its FREE goes in (emit.c, "held frees").
+ */
+bool kpp_free_record(const void *addr, uint64_t bytes) KPP_HIDDEN;
+/*
+ * kpp_free_record_now - the same for a block that stays the caller's (a
+ * resize in place): never held; a FREE the full ring refused is counted lost.
+ */
+bool kpp_free_record_now(const void *addr, uint64_t bytes) KPP_HIDDEN;
+void kpp_held_reset(void) KPP_HIDDEN;
 void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
 			 uint64_t delay_ns, uint64_t rate) KPP_HIDDEN;
 
@@ -199,6 +259,7 @@ void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
  * since the last call (all of them on the first call or after reset). */
 void kpp_maps_sync(void) KPP_HIDDEN;
 void kpp_maps_reset(void) KPP_HIDDEN;
+void kpp_maps_forget(void) KPP_HIDDEN;	/* reset, taking the table's lock */
 /* kpp_maps_changed - cheap test: did dlopen/dlclose happen since sync? */
 bool kpp_maps_changed(void) KPP_HIDDEN;
 void kpp_maps_find_self(void) KPP_HIDDEN;
@@ -206,7 +267,29 @@ void kpp_maps_find_self(void) KPP_HIDDEN;
 /* --------------------------------------------------------- heap & locks */
 
 void kpp_heap_sampled(struct kpp_thread *t, void *p, size_t size) KPP_HIDDEN;
+/*
+ * For entry points outside heap.c (cxx_new.c, alloc_ext.c):
+ * kpp_heap_tick - the countdown expired for @n bytes (n >= countdown):
+ * re-arm, return the rate to sample with or 0 (heap.c's heap_tick).
+ * kpp_heap_forget - a block is being freed: write its FREE record if it
+ * was sampled; true if the caller must not free it: a start-up arena block
+ * (never freed), or a block held until its FREE goes in (emit.c).
+ */
+uint64_t kpp_heap_tick(struct kpp_thread *t, size_t n) KPP_HIDDEN;
+bool kpp_heap_forget(void *p) KPP_HIDDEN;
+/* kpp_check_interposed - say so if our malloc is not the one the program
+ * calls (alloc_check.c); after init, once. */
+void kpp_check_interposed(void) KPP_HIDDEN;
 void kpp_locks_reset(void) KPP_HIDDEN;
+
+/* --------------------------------------------------------- seccomp */
+
+/*
+ * kpp_seccomp_inherited - true if this process already runs under a
+ * seccomp filter (read once from /proc/self/status, with the open/read/
+ * close the dynamic loader itself needed); stops the shim if so.
+ */
+bool kpp_seccomp_inherited(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- misc */
 

@@ -81,10 +81,13 @@ unsigned int kpp_stack_fp(struct kpp_thread *t, __u64 *pcs, unsigned int max)
 /* Frames of libunwind and of the shim itself above the user's leaf. */
 #define UNWIND_SLACK	16
 
+/* Per thread, not on a possibly small stack (see emit.c's rec_buf). */
+static KPP_TLS void *unwind_buf[KPPROF_STACK_DEPTH_MAX + UNWIND_SLACK];
+
 __attribute__((noinline))
 unsigned int kpp_stack_unwind(__u64 *pcs, unsigned int max)
 {
-	void *buf[KPPROF_STACK_DEPTH_MAX + UNWIND_SLACK];
+	void **buf = unwind_buf;
 	int got, first = 0, i;
 	unsigned int n = 0;
 

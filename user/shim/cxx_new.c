@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The C++ operator new/delete family (Itanium mangled names, size_t being
+ * unsigned long): plain, array, nothrow, aligned (std::align_val_t), sized
+ * and sized+aligned delete.
+ *
+ * Why: an allocator such as tcmalloc or jemalloc replaces operator new and
+ * delete with its own, which never call malloc/free, so a C++ program on
+ * it would never reach the malloc wrappers.  glibc's libstdc++ does the
+ * opposite: its operator new calls malloc through the PLT, which is our
+ * wrapper, so sampling in both places would count every new twice.
+ *
+ * So each new entry point learns, on its first call in the process, which
+ * kind of definition follows it (dlsym RTLD_NEXT):
+ *  - FORWARDS: the next definition allocates through our malloc (libstdc++,
+ *    or a program's own operator new written on malloc).  From then on the
+ *    wrapper is a tail call (no frame of ours on the stack) and the malloc
+ *    wrapper underneath does the sampling, exactly as without this file.
+ *  - OWN: it does not (tcmalloc, jemalloc): the wrapper counts the bytes
+ *    against the thread's countdown and samples, as malloc does.
+ * The test is a call: the thread's countdown is set to UINT64_MAX around
+ * a call of the next definition; any of our allocation wrappers running
+ * underneath decrements it (n >= 1: operator new never asks for 0 bytes),
+ * so an untouched countdown proves nothing of ours ran.  A probing call is
+ * accounted here, once, whatever the answer.  One untouched countdown
+ * decides OWN; FORWARDS takes PROBES (8) calls that all touched it, since
+ * an allocator may call malloc once while it initialises itself on its
+ * first operator new, and a signal handler may allocate during a call.
+ *
+ * The deletes always look the pointer up in the sampled set (one filter
+ * load) before forwarding: a FORWARDS allocator's delete reaches our free,
+ * which finds nothing left to do; an OWN allocator's does not.
+ *
+ * When no next definition exists (a C program that dlopens a C++ library
+ * with RTLD_LOCAL: libstdc++ is not in the global scope), the one in an
+ * already loaded libstdc++.so.6 is used; with none at all the wrappers
+ * call malloc and free (the throwing forms abort on failure, as there is
+ * no runtime to throw with).
+ */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "shim.h"
+
+enum {
+	NEW, NEW_NT, NEW_AL, NEW_AL_NT,
+	NEWA, NEWA_NT, NEWA_AL, NEWA_AL_NT,
+	DEL, DEL_NT, DEL_AL, DEL_AL_NT, DEL_SZ, DEL_SZ_AL,
+	DELA, DELA_NT, DELA_AL, DELA_AL_NT, DELA_SZ, DELA_SZ_AL,
+	NR_FNS
+};
+
+static const char *const names[NR_FNS] = {
+	[NEW] = "_Znwm",
+	[NEW_NT] = "_ZnwmRKSt9nothrow_t",
+	[NEW_AL] = "_ZnwmSt11align_val_t",
+	[NEW_AL_NT] = "_ZnwmSt11align_val_tRKSt9nothrow_t",
+	[NEWA] = "_Znam",
+	[NEWA_NT] = "_ZnamRKSt9nothrow_t",
+	[NEWA_AL] = "_ZnamSt11align_val_t",
+	[NEWA_AL_NT] = "_ZnamSt11align_val_tRKSt9nothrow_t",
+	[DEL] = "_ZdlPv",
+	[DEL_NT] = "_ZdlPvRKSt9nothrow_t",
+	[DEL_AL] = "_ZdlPvSt11align_val_t",
+	[DEL_AL_NT] = "_ZdlPvSt11align_val_tRKSt9nothrow_t",
+	[DEL_SZ] = "_ZdlPvm",
+	[DEL_SZ_AL] = "_ZdlPvmSt11align_val_t",
+	[DELA] = "_ZdaPv",
+	[DELA_NT] = "_ZdaPvRKSt9nothrow_t",
+	[DELA_AL] = "_ZdaPvSt11align_val_t",
+	[DELA_AL_NT] = "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+	[DELA_SZ] = "_ZdaPvm",
+	[DELA_SZ_AL] = "_ZdaPvmSt11align_val_t",
+};
+
+/* mode[]: 0 .. PROBES - 1 while probing (calls seen reaching our malloc) */
+#define PROBES	8
+enum { FORWARDS = 100, OWN };
+
+static void *_Atomic next[NR_FNS];
+static _Atomic unsigned char mode[NR_FNS];
+
+/*
+ * lookup - the next definition of names[i], or NULL.  Only found
+ * definitions are cached, so a libstdc++ loaded later is found then.
+ */
+__attribute__((noinline))
+static void *lookup(int i)
+{
+	void *p = dlsym(RTLD_NEXT, names[i]);
+
+	if (!p) {
+		/* Loaded RTLD_LOCAL by a dlopen: not in the global scope.
+		 * The handle is kept, so it cannot go away under us. */
+		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+
+		if (h)
+			p = dlsym(h, names[i]);
+	}
+	if (p)
+		atomic_store_explicit(&next[i], p, memory_order_release);
+	return p;
+}
+
+static inline void *next_fn(int i)
+{
+	void *p = atomic_load_explicit(&next[i], memory_order_acquire);
+
+	return likely(p) ? p : lookup(i);
+}
+
+/* The countdown saved around a probing call; restored even if it throws
+ * (this file is built with -fexceptions so the cleanup runs then). */
+struct probe {
+	struct kpp_thread *t;
+	uint64_t saved;
+};
+
+static void probe_unwind(struct probe *pr)
+{
+	if (pr->t) {
+		pr->t->countdown = pr->saved;
+		pr->t = NULL;
+	}
+}
+
+/*
+ * probed - one probing call of entry point @idx did (@ours) or did not
+ * reach one of our allocation wrappers.  Once not: OWN for good.
+ * FORWARDS only after PROBES calls that all did, so that an allocator
+ * whose first operator new happens to call malloc while it initialises
+ * itself (or a signal handler that allocates during the call) is not
+ * taken for one that allocates through malloc.
+ */
+static void probed(int idx, bool ours)
+{
+	unsigned char m = atomic_load_explicit(&mode[idx], memory_order_relaxed);
+
+	if (!ours) {
+		atomic_store_explicit(&mode[idx], OWN, memory_order_relaxed);
+		return;
+	}
+	while (m < PROBES &&
+	       !atomic_compare_exchange_weak_explicit(&mode[idx], &m,
+						      m + 1 == PROBES ? FORWARDS : m + 1,
+						      memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
+/* Account @n bytes for an allocation that returned @p: sample or not. */
+static inline void account(struct kpp_thread *t, void *p, size_t n)
+{
+	if (likely(n < t->countdown)) {
+		t->countdown -= n;
+		return;
+	}
+	if (kpp_heap_tick(t, n))
+		kpp_heap_sampled(t, p, n);
+}
+
+/*
+ * The fallback when there is no operator new to forward to at all: the
+ * global malloc (normally our wrapper, which samples it).
+ */
+static void *fallback_new(size_t n, size_t align, bool nothrow)
+{
+	void *p = NULL;
+
+	if (!n)
+		n = 1;
+	if (align > 16) {
+		if (posix_memalign(&p, align, n))
+			p = NULL;
+	} else {
+		p = malloc(n);
+	}
+	if (!p && !nothrow) {
+		static const char msg[] = "kpprof: operator new: out of memory and no C++ runtime to throw with\n";
+
+		(void)!write(2, msg, sizeof(msg) - 1);
+		abort();
+	}
+	return p;
+}
+
+/*
+ * NEW_FN - one operator new.  The FORWARDS case is a tail call; OWN is
+ * malloc's fast path; the first call probes.
+ */
+#define NEW_FN(sym, idx, align_, nothrow_, PARAMS, ARGS)			\
+KPP_EXPORT void *sym PARAMS;							\
+void *sym PARAMS								\
+{										\
+	struct kpp_thread *t = &kpp_thread;					\
+	void *(*fn) PARAMS;							\
+	void *f = next_fn(idx), *p;						\
+										\
+	if (unlikely(!f))							\
+		return fallback_new(n, align_, nothrow_);			\
+	fn = (void *(*) PARAMS)f;						\
+	switch (atomic_load_explicit(&mode[idx], memory_order_relaxed)) {	\
+	case FORWARDS:								\
+		return fn ARGS;							\
+	case OWN:								\
+		p = fn ARGS;							\
+		account(t, p, n);						\
+		return p;							\
+	}									\
+	{									\
+		struct probe pr __attribute__((cleanup(probe_unwind))) =	\
+			{ t, t->countdown };					\
+		bool ours;							\
+										\
+		t->countdown = UINT64_MAX;					\
+		p = fn ARGS;							\
+		ours = t->countdown != UINT64_MAX;				\
+		probe_unwind(&pr);						\
+		probed(idx, ours);						\
+	}									\
+	account(t, p, n);							\
+	return p;								\
+}
+
+#define NOTHROW	const void *nt
+#define AL	size_t al
+
+NEW_FN(_Znwm, NEW, 0, false, (size_t n), (n))
+NEW_FN(_ZnwmRKSt9nothrow_t, NEW_NT, 0, true, (size_t n, NOTHROW), (n, nt))
+NEW_FN(_ZnwmSt11align_val_t, NEW_AL, al, false, (size_t n, AL), (n, al))
+NEW_FN(_ZnwmSt11align_val_tRKSt9nothrow_t, NEW_AL_NT, al, true,
+       (size_t n, AL, NOTHROW), (n, al, nt))
+NEW_FN(_Znam, NEWA, 0, false, (size_t n), (n))
+NEW_FN(_ZnamRKSt9nothrow_t, NEWA_NT, 0, true, (size_t n, NOTHROW), (n, nt))
+NEW_FN(_ZnamSt11align_val_t, NEWA_AL, al, false, (size_t n, AL), (n, al))
+NEW_FN(_ZnamSt11align_val_tRKSt9nothrow_t, NEWA_AL_NT, al, true,
+       (size_t n, AL, NOTHROW), (n, al, nt))
+
+/*
+ * DEL_FN - one operator delete: forget a sampled block (its FREE record is
+ * written before the block goes back to the allocator, so no other thread
+ * can be handed and sample the same address first), then forward.
+ */
+#define DEL_FN(sym, idx, PARAMS, ARGS)						\
+KPP_EXPORT void sym PARAMS;							\
+void sym PARAMS									\
+{										\
+	void (*fn) PARAMS;							\
+	void *f;								\
+										\
+	if (unlikely(kpp_set_maybe(p)) && kpp_heap_forget(p))			\
+		return;								\
+	f = next_fn(idx);							\
+	if (unlikely(!f)) {							\
+		free(p);							\
+		return;								\
+	}									\
+	fn = (void (*) PARAMS)f;						\
+	fn ARGS;								\
+}
+
+DEL_FN(_ZdlPv, DEL, (void *p), (p))
+DEL_FN(_ZdlPvRKSt9nothrow_t, DEL_NT, (void *p, NOTHROW), (p, nt))
+DEL_FN(_ZdlPvSt11align_val_t, DEL_AL, (void *p, AL), (p, al))
+DEL_FN(_ZdlPvSt11align_val_tRKSt9nothrow_t, DEL_AL_NT, (void *p, AL, NOTHROW), (p, al, nt))
+DEL_FN(_ZdlPvm, DEL_SZ, (void *p, size_t n), (p, n))
+DEL_FN(_ZdlPvmSt11align_val_t, DEL_SZ_AL, (void *p, size_t n, AL), (p, n, al))
+DEL_FN(_ZdaPv, DELA, (void *p), (p))
+DEL_FN(_ZdaPvRKSt9nothrow_t, DELA_NT, (void *p, NOTHROW), (p, nt))
+DEL_FN(_ZdaPvSt11align_val_t, DELA_AL, (void *p, AL), (p, al))
+DEL_FN(_ZdaPvSt11align_val_tRKSt9nothrow_t, DELA_AL_NT, (void *p, AL, NOTHROW), (p, al, nt))
+DEL_FN(_ZdaPvm, DELA_SZ, (void *p, size_t n), (p, n))
+DEL_FN(_ZdaPvmSt11align_val_t, DELA_SZ_AL, (void *p, size_t n, AL), (p, n, al))

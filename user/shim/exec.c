@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The exec family: the image that sampled ends at an exec.  No destructor
+ * runs, so without a word from us the collector would see no EXIT and
+ * keep the old image's live heap in use under the new comm.  Just before
+ * the real call, if this process has sent anything, the shim submits
+ * KPPROF_REC_COMM with reason KPPROF_COMM_EXEC; the collector ends the old
+ * image there.  If the exec then fails, the process goes on as a fresh
+ * image: COMM START and its mappings again (the blocks it sampled before
+ * are gone from the profile with the old image; their FREEs are ignored).
+ *
+ * The variadic execl* are rebuilt as argv arrays (on the stack, as glibc
+ * does) and passed to the real execv/execvp/execve: glibc's execl* call
+ * execve internally, so wrapping execve alone would miss them.  A vfork
+ * child that execs sends a COMM EXEC under its own pid, which names no
+ * image and is ignored.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <unistd.h>
+#include "shim.h"
+
+static void *next(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+#define REAL(type, name) \
+	static __typeof__(type) real; \
+	if (unlikely(!real)) \
+		*(void **)&real = next(name)
+
+/* before_exec - true if an EXEC record was sent (the image ended). */
+static bool before_exec(void)
+{
+	uint64_t sent = atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed);
+
+	if (atomic_load(&kpp.ready) != 1 || atomic_load(&kpp.stopped) || !sent)
+		return false;
+	kpp_emit_comm(KPPROF_COMM_EXEC);
+	return atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed) != sent;
+}
+
+/* after_failed_exec - still this process: start a fresh image. */
+static void after_failed_exec(bool ended)
+{
+	struct kpp_thread *t = &kpp_thread;
+	int saved = errno;
+	uint32_t guard = t->guard;
+
+	if (!ended)
+		return;
+	t->guard = 1;
+	kpp_emit_comm(KPPROF_COMM_START);
+	kpp_maps_forget();
+	kpp_maps_sync();
+	t->guard = guard;
+	errno = saved;
+}
+
+KPP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	REAL(int (*)(const char *, char *const[], char *const[]), "execve");
+	bool ended = before_exec();
+	int r = real(path, argv, envp);
+
+	after_failed_exec(ended);
+	return r;
+}
+
+KPP_EXPORT int execv(const char *path, char *const argv[])
+{
+	REAL(int (*)(const char *, char *const[]), "execv");
+	bool ended = before_exec();
+	int r = real(path, argv);
+
+	after_failed_exec(ended);
+	return r;
+}
+
+KPP_EXPORT int execvp(const char *file, char *const argv[])
+{
+	REAL(int (*)(const char *, char *const[]), "execvp");
+	bool ended = before_exec();
+	int r = real(file, argv);
+
+	after_failed_exec(ended);
+	return r;
+}
+
+KPP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	REAL(int (*)(const char *, char *const[], char *const[]), "execvpe");
+	bool ended = before_exec();
+	int r = real(file, argv, envp);
+
+	after_failed_exec(ended);
+	return r;
+}
+
+KPP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	REAL(int (*)(int, char *const[], char *const[]), "fexecve");
+	bool ended = before_exec();
+	int r = real(fd, argv, envp);
+
+	after_failed_exec(ended);
+	return r;
+}
+
+KPP_EXPORT int execveat(int dirfd, const char *path, char *const argv[],
+			char *const envp[], int flags)
+{
+	REAL(int (*)(int, const char *, char *const[], char *const[], int), "execveat");
+	bool ended;
+	int r;
+
+	if (!real) {	/* glibc < 2.34 has none */
+		errno = ENOSYS;
+		return -1;
+	}
+	ended = before_exec();
+	r = real(dirfd, path, argv, envp, flags);
+	after_failed_exec(ended);
+	return r;
+}
+
+/* Count the arguments after @first up to the NULL (and envp for execle). */
+static size_t count_args(const char *first, va_list ap)
+{
+	size_t n = 1;
+
+	if (!first)
+		return 0;
+	while (va_arg(ap, const char *))
+		n++;
+	return n;
+}
+
+#define BUILD_ARGV(argv, n, first, ap) \
+	do { \
+		(argv)[0] = (char *)(first); \
+		for (size_t i_ = 1; i_ <= (n); i_++) \
+			(argv)[i_] = (i_ < (n)) ? va_arg(ap, char *) : NULL; \
+	} while (0)
+
+KPP_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, arg);
+	n = count_args(arg, ap);
+	va_end(ap);
+	{
+		char *argv[n + 1];
+
+		va_start(ap, arg);
+		BUILD_ARGV(argv, n, arg, ap);
+		va_end(ap);
+		return execv(path, argv);
+	}
+}
+
+KPP_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, arg);
+	n = count_args(arg, ap);
+	va_end(ap);
+	{
+		char *argv[n + 1];
+
+		va_start(ap, arg);
+		BUILD_ARGV(argv, n, arg, ap);
+		va_end(ap);
+		return execvp(file, argv);
+	}
+}
+
+KPP_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	char *const *envp;
+	va_list ap;
+	size_t n;
+
+	va_start(ap, arg);
+	n = count_args(arg, ap);
+	va_end(ap);
+	{
+		char *argv[n + 1];
+
+		va_start(ap, arg);
+		BUILD_ARGV(argv, n, arg, ap);
+		if (n)
+			(void)va_arg(ap, char *);	/* the NULL */
+		envp = va_arg(ap, char *const *);
+		va_end(ap);
+		return execve(path, argv, envp);
+	}
+}

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Never kill a sandboxed process.
+ *
+ * A seccomp filter may forbid any syscall the shim makes on its own
+ * (ioctl to submit a record, the unwinder's, clock_gettime's fallback):
+ * once one is in force, the shim cannot know what is allowed, and a
+ * forbidden syscall is usually SIGSYS.  So it stops emitting for good:
+ *
+ *  - A filter installed while we run: prctl(PR_SET_SECCOMP) and
+ *    syscall(SYS_seccomp, SECCOMP_SET_MODE_{STRICT,FILTER}) (glibc has no
+ *    seccomp() function; libseccomp uses one of these two) are wrapped.
+ *    Before the real call, still unfiltered, the shim stops new samples,
+ *    waits for threads that are inside a sampling path or a submit to
+ *    leave it (like the fork prepare handler), and submits one
+ *    KPPROF_REC_NOTE (KPPROF_NOTE_SECCOMP, value: events not sent so far)
+ *    so the collector can say why the process went quiet.  A filter that
+ *    then fails to go in (EINVAL, EACCES...) leaves the shim stopped.
+ *  - A process that starts filtered (exec under a sandbox): the first
+ *    thing the shim does, before any syscall of its own, is read
+ *    "Seccomp:" in /proc/self/status with open/read/close, which the
+ *    dynamic loader needed anyway to start the program.  If it is not 0
+ *    the shim stays in pass-through; nothing can be sent, not even a note.
+ *
+ * Stopped, the heap countdowns keep running (no syscall) and each event
+ * that would have been sampled is counted in kpp.unsent; contention
+ * timing stops (it reads the clock).  KPPROF_DEBUG stays silent too: its
+ * lines are write(2)s the program did not ask for.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/seccomp.h>
+#include "shim.h"
+
+/* Streaming match of "\nSeccomp:\t<mode>" over a small buffer. */
+static int seccomp_mode(int fd)
+{
+	static const char key[] = "\nSeccomp:";
+	size_t k = 1;		/* the file starts as if after a newline */
+	bool value = false;
+	char buf[256];
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+		for (ssize_t i = 0; i < n; i++) {
+			char c = buf[i];
+
+			if (value) {
+				if (c == ' ' || c == '\t')
+					continue;
+				return c >= '0' && c <= '9' ? c - '0' : -1;
+			}
+			if (c == key[k]) {
+				if (++k == sizeof(key) - 1)
+					value = true;
+			} else {
+				k = c == '\n' ? 1 : 0;
+			}
+		}
+	}
+	return n < 0 ? -1 : 0;	/* no such line: a kernel without seccomp */
+}
+
+bool kpp_seccomp_inherited(void)
+{
+	int saved = errno, fd, mode;
+
+	if (atomic_load(&kpp.stopped) == KPP_STOP_SECCOMP)
+		return true;
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		/* No /proc: cannot know, carry on.  Refused: assume a filter. */
+		mode = errno == ENOENT ? 0 : -1;
+	} else {
+		mode = seccomp_mode(fd);
+		close(fd);
+	}
+	if (mode != 0)
+		atomic_store(&kpp.stopped, KPP_STOP_SECCOMP);
+	atomic_store(&kpp.seccomp_checked, 1);
+	errno = saved;
+	return mode != 0;
+}
+
+/* Stop for good, then report it while the ioctl is still allowed. */
+static void stop_for_filter(void)
+{
+	struct kpp_thread *t = &kpp_thread;
+	struct kpprof_rec_note note;
+	int saved = errno, prev;
+	int self_sampling = t->guard ? 1 : 0, self_emitting = t->emitting ? 1 : 0;
+
+	prev = atomic_exchange(&kpp.stopped, KPP_STOP_SECCOMP);
+	if (prev || atomic_load(&kpp.ready) != 1)
+		return;		/* already quiet, or never started */
+	/* Pairs with kpp_sample_begin() and kpp_emit(): they announce
+	 * themselves, then check the flag. */
+	while (atomic_load(&kpp.samplers) > self_sampling ||
+	       atomic_load(&kpp.emitters) > self_emitting)
+		sched_yield();
+	memset(&note, 0, sizeof(note));
+	note.hdr.kind = KPPROF_REC_NOTE;
+	note.hdr.size = sizeof(note);
+	note.what = KPPROF_NOTE_SECCOMP;
+	note.value = atomic_load(&kpp.unsent);
+	if (!kpp_submit(&note, sizeof(note)))
+		atomic_fetch_add_explicit(&kpp.writes_ok, 1, memory_order_relaxed);
+	errno = saved;
+}
+
+static void *next(const char *name)
+{
+	return dlsym(RTLD_NEXT, name);
+}
+
+KPP_EXPORT int prctl(int option, ...)
+{
+	static int (*real)(int, unsigned long, unsigned long, unsigned long,
+			   unsigned long);
+	unsigned long a[4];
+	va_list ap;
+
+	va_start(ap, option);
+	for (int i = 0; i < 4; i++)
+		a[i] = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (!real)
+		*(void **)&real = next("prctl");
+	if (option == PR_SET_SECCOMP)
+		stop_for_filter();
+	return real(option, a[0], a[1], a[2], a[3]);
+}
+
+KPP_EXPORT long syscall(long nr, ...)
+{
+	static long (*real)(long, ...);
+	long a[6];
+	va_list ap;
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (!real)
+		*(void **)&real = next("syscall");
+	if ((nr == SYS_seccomp && (a[0] == SECCOMP_SET_MODE_STRICT ||
+				   a[0] == SECCOMP_SET_MODE_FILTER)) ||
+	    (nr == SYS_prctl && a[0] == PR_SET_SECCOMP))
+		stop_for_filter();
+	return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
