@@ -146,8 +146,7 @@
  * @cycle_period_ms: period of the timer that advances the cycle; 0 stops
  *                   the timer, otherwise in [KPPROF_CYCLE_PERIOD_MS_MIN,
  *                   KPPROF_CYCLE_PERIOD_MS_MAX].  The timer runs only
- *                   while a consumer is attached, and is deferrable: on an
- *                   idle CPU it fires with the next thing that wakes it.
+ *                   while a consumer is attached.
  * @flags:           KPPROF_CFG_* bits; a profile is sampled only when its
  *                   bit is set and its rate is non-zero.  Unknown bits:
  *                   EINVAL.

@@ -133,7 +133,7 @@ struct kpp_stamp {
  * @page:    the page producers map read-only.
  * @timer_on: a consumer is attached: @cycle_work runs (under @lock).
  * @cycle_work: advances the cycle every @cur.cycle_period_ms while
- *          @timer_on; deferrable, so it never wakes an idle CPU.
+ *          @timer_on.
  */
 struct kpp_config_state {
 	struct mutex lock;	/* see @lock above */

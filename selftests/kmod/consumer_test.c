@@ -279,7 +279,7 @@ static __u64 page_cycle(const struct kpprof_config_page *pg)
 	return __atomic_load_n(&pg->cycle, __ATOMIC_ACQUIRE);
 }
 
-/* spin_until - busy-wait (an idle CPU would defer the timer) until @pred */
+/* spin_until - busy-wait until @pred, or @ns have passed */
 #define spin_until(pred, ns)						\
 	({								\
 		__u64 __end = now_ns() + (ns);				\
