@@ -19,6 +19,7 @@
  *   KPPROF_DEBUG=1               say why the shim is passing through
  *   KPPROF_TEST_CONFIG=FILE      tests/benchmarks without the module: see
  *                                open_test_config()
+ *   KPPROF_DISABLE=1, KPPROF_EXCLUDE_FILE: optout.c
  *
  * Fork: the prepare handler stops new samples and waits for threads that
  * are inside a sampling path (unwinding, writing) to leave it, so the child
@@ -225,6 +226,9 @@ check_abi:
 			  KPPROF_ABI_VERSION);
 		goto err_unmap;
 	}
+	/* Only now, when we would profile: see optout.c. */
+	if (kpp_excluded())
+		goto err_unmap;
 	if (kpp_set_init()) {
 		kpp_debug("pass-through: cannot map the sampled-address table");
 		goto err_unmap;
@@ -260,7 +264,7 @@ static void kpp_init(void)
 	kpp_maps_find_self();
 
 	t->guard = 1;
-	if (open_device()) {
+	if (kpp_opted_out() || open_device()) {
 		atomic_store(&kpp.ready, -1);
 		t->guard = 0;
 		errno = saved;

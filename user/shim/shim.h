@@ -291,6 +291,13 @@ void kpp_locks_reset(void) KPP_HIDDEN;
  */
 bool kpp_seccomp_inherited(void) KPP_HIDDEN;
 
+/* --------------------------------------------------------- opt-out */
+
+/* kpp_opted_out - KPPROF_DISABLE=1 or the collector itself (optout.c). */
+bool kpp_opted_out(void) KPP_HIDDEN;
+/* kpp_excluded - this process is listed in /etc/kpprof/exclude. */
+bool kpp_excluded(void) KPP_HIDDEN;
+
 /* --------------------------------------------------------- misc */
 
 uint64_t kpp_now_ns(void) KPP_HIDDEN;
