@@ -98,10 +98,14 @@ static void fork_prepare(void)
 	atomic_store(&kpp.fork_pending, 1);
 	while (atomic_load(&kpp.samplers) > self)
 		sched_yield();
+	kpp.loader_quiet = kpp_loader_quiesce();
 }
 
 static void fork_parent(void)
 {
+	if (atomic_load(&kpp.ready) != 1)
+		return;
+	kpp_loader_release(false);
 	atomic_store(&kpp.fork_pending, 0);
 }
 
@@ -115,17 +119,37 @@ static void fork_child(void)
 
 	if (atomic_load(&kpp.ready) != 1)
 		return;
+	kpp_loader_release(true);
+	if (!kpp.loader_quiet) {
+		/* The loader's lock may be held for ever here (loader.c). */
+		atomic_store(&kpp.ready, -1);
+		atomic_store(&kpp.fork_pending, 0);
+		return;
+	}
 	atomic_store(&kpp.samplers, 0);
 	kpp_set_reset();
 	kpp_held_reset();
 	kpp_maps_reset();
 	kpp_locks_reset();
 	t->rng_seeded = 0;
-	t->guard = 1;
-	kpp_emit_comm(KPPROF_COMM_FORK);
-	kpp_maps_sync();
 	t->guard = self;
+	/*
+	 * Nothing is written here: an atfork child handler may only do
+	 * async-signal-safe work, and walking the objects (dl_iterate_phdr)
+	 * blocks for ever on the loader's lock if another thread held it at
+	 * the fork.  The child's first record sends COMM (FORK) first
+	 * (kpp_fork_announce); kpp_maps_reset() above makes the first stack
+	 * record send every mapping again.
+	 */
+	atomic_store(&kpp.fork_announce, 1);
 	atomic_store(&kpp.fork_pending, 0);
+}
+
+/* kpp_fork_announce - in a forked child, before its first record. */
+void kpp_fork_announce(void)
+{
+	if (atomic_exchange(&kpp.fork_announce, 0))
+		kpp_emit_comm(KPPROF_COMM_FORK);
 }
 
 /* Move our descriptor above the ones programs usually pick themselves. */
