@@ -104,6 +104,25 @@ TEST_F(agg, unknown_free_and_replaced_alloc)
 	EXPECT_EQ(2u, kpp_agg__stats(self->a)->unknown_frees);
 }
 
+/*
+ * A FREE lost in a full ring: when the address comes back in a new ALLOC,
+ * the old allocation was freed, and its bucket stops counting it in use.
+ */
+TEST_F(agg, lost_free_counted_on_reuse)
+{
+	FEED(test_alloc(&self->b, 10, 1, 0x100, 64, 1, stack_a, 2));
+	FEED(test_cycle(&self->b, 2));
+	EXPECT_EQ(1, col(self->a, KPP_HEAP, 2));
+	/* Same address, other stack and size, in cycle 2: FREE was lost. */
+	FEED(test_alloc(&self->b, 10, 2, 0x100, 32, 1, stack_b, 2));
+	FEED(test_cycle(&self->b, 3));
+	EXPECT_EQ(1u, kpp_agg__stats(self->a)->replaced_allocs);
+	/* Two allocations ever, one in use: the new one, 32 bytes. */
+	EXPECT_EQ(2, col(self->a, KPP_HEAP, 0));
+	EXPECT_EQ(1, col(self->a, KPP_HEAP, 2));
+	EXPECT_EQ(32, col(self->a, KPP_HEAP, 3));
+}
+
 TEST_F(agg, block_unbiasing)
 {
 	/* d >= rate: one event of d.  d < rate: rate/d events, rate ns. */

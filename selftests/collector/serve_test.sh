@@ -40,6 +40,10 @@ grep -qE '^heap profile: [0-9]+: [0-9]+ \[[0-9]+: [0-9]+\] @ heap/131072' <<<"$t
 	tap_ok "debug=1 legacy text" || { tap_diag "$t"; tap_fail "debug=1 legacy text"; }
 code=$(curl -s -o /dev/null -w '%{http_code}' "${url}heap?pid=999999")
 [ "$code" = 404 ] && tap_ok "unknown pid: 404" || tap_fail "unknown pid: HTTP $code"
+# As net/http/pprof: seconds=0 is a 400, and errors carry X-Go-Pprof: 1.
+h=$(curl -s -D - -o /dev/null "${url}heap?seconds=0")
+grep -q '^HTTP/1.0 400' <<<"$h" && grep -qi '^X-Go-Pprof: 1' <<<"$h" &&
+	tap_ok "seconds=0: 400 with X-Go-Pprof" || { tap_diag "$h"; tap_fail "seconds=0: 400 with X-Go-Pprof"; }
 t=$(curl -s -o "$out/d.pb.gz" -w '%{http_code}' "${url}heap?seconds=1")
 [ "$t" = 200 ] && go tool pprof -symbolize=none -raw "$out/d.pb.gz" >/dev/null 2>&1 &&
 	tap_ok "seconds=1 delta profile" || tap_fail "seconds=1 delta: HTTP $t"

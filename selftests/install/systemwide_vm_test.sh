@@ -111,10 +111,16 @@ else
 fi
 
 # Unrelated programs, started without LD_PRELOAD.
-run() { # NAME [ENV...]: run NAME from $wl without LD_PRELOAD, print its pid
+run() { # NAME [VAR=VALUE...]: run NAME from $wl without LD_PRELOAD, print its pid
 	local n=$1
 	shift
-	env -u LD_PRELOAD "$@" "$wl/$n" 64 0 &
+	# exec'ed straight from a subshell of this (shim-less) shell: through
+	# env(1) the pid's first image would be env's, profiled in its own right.
+	(
+		unset LD_PRELOAD
+		[ $# -eq 0 ] || export "$@"
+		exec "$wl/$n" 64 0
+	) &
 	echo $!
 	wait $!
 }

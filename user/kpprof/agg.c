@@ -675,11 +675,23 @@ static int add_alloc(struct kpp_agg *a, const struct kpp_rec *r)
 		a->st.over_buckets += bi == -ENOSPC;
 		return bi == -ENOSPC ? 0 : (int)bi;
 	}
-	/* A FREE we never got (dropped in a full ring): forget the old one. */
+	/*
+	 * A FREE we never got (dropped in a full ring): the address is in use
+	 * again, so the old allocation was freed. Count that free for its
+	 * bucket, in this record's cycle, or the bucket over-counts in use
+	 * forever.
+	 */
 	e = live_find(a, r->tgid, r->alloc.addr);
 	if (e) {
+		uint32_t old = e->bucket;
+
 		a->st.replaced_allocs++;
 		live_delete(a, e);
+		hc = counts_for(a, old, r->cycle);
+		if (!hc)
+			return -ENOMEM;
+		hc->frees++;
+		hc->free_bytes += a->buckets[old].size;
 	}
 	/*
 	 * Count the allocation even when we cannot remember its address:

@@ -33,6 +33,14 @@ static void usage(FILE *f)
 	fprintf(f, "\n'kpprof <verb> --help' describes each verb; 'kpprof --version'.\n");
 }
 
+/*
+ * Exported to the dynamic symbol table (see the Makefile): libkpprof.so,
+ * loaded into every process under system-wide capture, looks it up and
+ * passes through in the collector, which must not profile itself.
+ */
+extern const int kpprof_collector_process;
+__attribute__((used, visibility("default"))) const int kpprof_collector_process = 1;
+
 int main(int argc, char *argv[])
 {
 	if (argc < 2) {

@@ -6,7 +6,7 @@
  *   /debug/pprof/{heap,allocs,mutex,block}
  *       ?pid=N      one process (default: all, with pid/comm labels)
  *       ?gc=1       end the cycle first, so the profile is up to date
- *       ?seconds=S  a delta profile over the next S seconds
+ *       ?seconds=S  a delta profile over the next S seconds (1..3600)
  *       ?debug=1    Go's legacy text form instead of gzip'd protobuf
  *
  * One thread: between requests, and while a delta request waits, the
@@ -96,7 +96,9 @@ static void reply(int fd, int code, const char *status, const char *type,
 	char hdr[256];
 	int n = snprintf(hdr, sizeof(hdr),
 			 "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-			 "Connection: close\r\n\r\n", code, status, type, len);
+			 "%sConnection: close\r\n\r\n", code, status, type, len,
+			 /* As net/http/pprof: pprof then shows the error's text. */
+			 code >= 400 ? "X-Go-Pprof: 1\r\n" : "");
 
 	send_all(fd, hdr, n);
 	send_all(fd, body, len);
@@ -196,8 +198,10 @@ static void handle(struct kpp_session *s, int fd, char *path)
 		char *end;
 
 		seconds = strtoull(val, &end, 10);
-		if (*end || seconds > 3600) {
-			reply_text(fd, 400, "Bad Request", "seconds must be 0..3600\n");
+		/* Go answers 400 to seconds=0 (not a positive integer). */
+		if (*end || !*val || seconds == 0 || seconds > 3600) {
+			reply_text(fd, 400, "Bad Request",
+				   "invalid value for \"seconds\" - must be a positive integer (at most 3600)\n");
 			return;
 		}
 	}

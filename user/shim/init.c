@@ -19,6 +19,7 @@
  *   KPPROF_DEBUG=1               say why the shim is passing through
  *   KPPROF_TEST_CONFIG=FILE      tests/benchmarks without the module: see
  *                                open_test_config()
+ *   KPPROF_DISABLE=1, KPPROF_EXCLUDE_FILE: optout.c
  *
  * Fork: the prepare handler stops new samples and waits for threads that
  * are inside a sampling path (unwinding, writing) to leave it, so the child
@@ -97,10 +98,14 @@ static void fork_prepare(void)
 	atomic_store(&kpp.fork_pending, 1);
 	while (atomic_load(&kpp.samplers) > self)
 		sched_yield();
+	kpp.loader_quiet = kpp_loader_quiesce();
 }
 
 static void fork_parent(void)
 {
+	if (atomic_load(&kpp.ready) != 1)
+		return;
+	kpp_loader_release(false);
 	atomic_store(&kpp.fork_pending, 0);
 }
 
@@ -114,17 +119,37 @@ static void fork_child(void)
 
 	if (atomic_load(&kpp.ready) != 1)
 		return;
+	kpp_loader_release(true);
+	if (!kpp.loader_quiet) {
+		/* The loader's lock may be held for ever here (loader.c). */
+		atomic_store(&kpp.ready, -1);
+		atomic_store(&kpp.fork_pending, 0);
+		return;
+	}
 	atomic_store(&kpp.samplers, 0);
 	kpp_set_reset();
 	kpp_held_reset();
 	kpp_maps_reset();
 	kpp_locks_reset();
 	t->rng_seeded = 0;
-	t->guard = 1;
-	kpp_emit_comm(KPPROF_COMM_FORK);
-	kpp_maps_sync();
 	t->guard = self;
+	/*
+	 * Nothing is written here: an atfork child handler may only do
+	 * async-signal-safe work, and walking the objects (dl_iterate_phdr)
+	 * blocks for ever on the loader's lock if another thread held it at
+	 * the fork.  The child's first record sends COMM (FORK) first
+	 * (kpp_fork_announce); kpp_maps_reset() above makes the first stack
+	 * record send every mapping again.
+	 */
+	atomic_store(&kpp.fork_announce, 1);
 	atomic_store(&kpp.fork_pending, 0);
+}
+
+/* kpp_fork_announce - in a forked child, before its first record. */
+void kpp_fork_announce(void)
+{
+	if (atomic_exchange(&kpp.fork_announce, 0))
+		kpp_emit_comm(KPPROF_COMM_FORK);
 }
 
 /* Move our descriptor above the ones programs usually pick themselves. */
@@ -225,6 +250,9 @@ check_abi:
 			  KPPROF_ABI_VERSION);
 		goto err_unmap;
 	}
+	/* Only now, when we would profile: see optout.c. */
+	if (kpp_excluded())
+		goto err_unmap;
 	if (kpp_set_init()) {
 		kpp_debug("pass-through: cannot map the sampled-address table");
 		goto err_unmap;
@@ -260,7 +288,7 @@ static void kpp_init(void)
 	kpp_maps_find_self();
 
 	t->guard = 1;
-	if (open_device()) {
+	if (kpp_opted_out() || open_device()) {
 		atomic_store(&kpp.ready, -1);
 		t->guard = 0;
 		errno = saved;

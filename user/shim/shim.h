@@ -130,6 +130,8 @@ struct kpp_global {
 	_Atomic uint64_t unsent;	/* events not sent since stopped */
 	_Atomic uint64_t frees_held;	/* FREEs retried after a full ring */
 	_Atomic uint64_t frees_lost;	/* ... that could not be held */
+	_Atomic int fork_announce;	/* forked child: COMM (FORK) not sent yet */
+	int loader_quiet;		/* no thread walked the objects at the fork */
 };
 
 /* Why the shim stopped emitting (kpp.stopped). */
@@ -154,6 +156,8 @@ int64_t kpp_env_u64(const char *name, uint64_t max) KPP_HIDDEN;
  */
 bool kpp_sample_begin(struct kpp_thread *t) KPP_HIDDEN;
 void kpp_sample_end(struct kpp_thread *t) KPP_HIDDEN;
+/* kpp_fork_announce - a forked child's COMM (FORK), before its first record. */
+void kpp_fork_announce(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- random */
 
@@ -290,6 +294,24 @@ void kpp_locks_reset(void) KPP_HIDDEN;
  * close the dynamic loader itself needed); stops the shim if so.
  */
 bool kpp_seccomp_inherited(void) KPP_HIDDEN;
+
+/* --------------------------------------------------------- forks vs the loader */
+
+/*
+ * kpp_loader_quiesce - fork_prepare: hold new dl_iterate_phdr walks of
+ * other threads and wait a while for those under way; false if one is
+ * still inside (the child must never walk).  kpp_loader_release - after
+ * the fork, in the parent and (child = true) the child.
+ */
+bool kpp_loader_quiesce(void) KPP_HIDDEN;
+void kpp_loader_release(bool child) KPP_HIDDEN;
+
+/* --------------------------------------------------------- opt-out */
+
+/* kpp_opted_out - KPPROF_DISABLE=1 or the collector itself (optout.c). */
+bool kpp_opted_out(void) KPP_HIDDEN;
+/* kpp_excluded - this process is listed in /etc/kpprof/exclude. */
+bool kpp_excluded(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- misc */
 

@@ -15,8 +15,10 @@
  *    any code with unwind tables, slower.  It may allocate: the caller
  *    holds the per-thread guard, so that passes straight through.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 #include <libunwind.h>
 #include "shim.h"
 
@@ -84,6 +86,30 @@ unsigned int kpp_stack_fp(struct kpp_thread *t, __u64 *pcs, unsigned int max)
 /* Per thread, not on a possibly small stack (see emit.c's rec_buf). */
 static KPP_TLS void *unwind_buf[KPPROF_STACK_DEPTH_MAX + UNWIND_SLACK];
 
+static _Atomic int unwind_used;
+
+/*
+ * first_backtrace - the process's first unw_backtrace(), during which
+ * libunwind makes a pipe for itself (to test addresses before reading
+ * them).  The pipe would take the two lowest free descriptors, so the
+ * program's next open() would return 5 where it gets 3 without us:
+ * occupy those two while libunwind makes it, then free them again.
+ * Inherited by a forked child; a new image makes its own.
+ */
+__attribute__((noinline))
+static int first_backtrace(void **buf, int size)
+{
+	int low[2], got;
+
+	low[0] = fcntl(kpp.fd, F_DUPFD_CLOEXEC, 0);
+	low[1] = fcntl(kpp.fd, F_DUPFD_CLOEXEC, 0);
+	got = unw_backtrace(buf, size);
+	for (int i = 1; i >= 0; i--)
+		if (low[i] >= 0)
+			close(low[i]);
+	return got;
+}
+
 __attribute__((noinline))
 unsigned int kpp_stack_unwind(__u64 *pcs, unsigned int max)
 {
@@ -93,7 +119,11 @@ unsigned int kpp_stack_unwind(__u64 *pcs, unsigned int max)
 
 	if (max > KPPROF_STACK_DEPTH_MAX)
 		max = KPPROF_STACK_DEPTH_MAX;
-	got = unw_backtrace(buf, (int)max + UNWIND_SLACK);
+	if (unlikely(!atomic_load_explicit(&unwind_used, memory_order_relaxed)) &&
+	    !atomic_exchange(&unwind_used, 1))
+		got = first_backtrace(buf, (int)max + UNWIND_SLACK);
+	else
+		got = unw_backtrace(buf, (int)max + UNWIND_SLACK);
 	/* Skip what precedes the first shim frame, then the shim's run. */
 	for (i = 0; i < got && !in_self((uintptr_t)buf[i]); i++)
 		;

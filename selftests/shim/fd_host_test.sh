@@ -1,0 +1,33 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Issue 8, finding 8, on the host (KPPROF_TEST_CONFIG): after the shim's
+# first stack capture (libunwind makes a pipe then), the program's next
+# open() returns the number it returns without the shim.
+# usage: selftests/shim/fd_host_test.sh [SHIM.so...]
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/selftests/lib/tap.sh"
+d=$top/selftests/shim
+[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
+tmp=$(mktemp -d /tmp/shim-fd.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+tap_plan
+abi=$(sed -n 's/^#define KPPROF_ABI_VERSION[[:space:]]*\([0-9]*\).*/\1/p' "$top/ioctl/kpprof.h")
+/usr/bin/python3 -c 'import struct, sys
+page = struct.pack("<IIQQQIIII16x", 2, int(sys.argv[1]), 0, 1, 1, 1, 64, 0, 7)
+sys.stdout.buffer.write(page.ljust(4096, b"\0"))' "$abi" >"$tmp/cfg" || { tap_fail "config file"; tap_done; }
+
+want=$("$d/first_fd")
+for lib in "$@"; do
+	lib=$(realpath "$lib")
+	for unwind in libunwind fp; do
+		got=$(KPPROF_TEST_CONFIG="$tmp/cfg" KPPROF_TEST_SINK="$tmp/sink" KPPROF_UNWIND=$unwind \
+			LD_PRELOAD="$lib" "$d/first_fd")
+		[ -s "$tmp/sink" ] && [ "$got" = "$want" ] &&
+			tap_ok "$(basename "$lib") $unwind: open() after the first sample returns $got, as without the shim" ||
+			tap_fail "$(basename "$lib") $unwind: open() after the first sample" "want $want, got $got"
+		rm -f "$tmp/sink"
+	done
+done
+tap_done

@@ -1,0 +1,42 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Issue 8, finding 1, on the host (KPPROF_TEST_CONFIG, records to a sink):
+# a thread loops in dl_iterate_phdr while main forks 20 children.  None may
+# hang, whether they _exit(0) at once or allocate first (then each sends
+# its COMM (FORK) and its samples); fork_loader kills what is left after
+# 20 s, timeout(1) backs it up.
+# usage: selftests/shim/fork_host_test.sh [SHIM.so...]
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/selftests/lib/tap.sh"
+d=$top/selftests/shim
+[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
+tmp=$(mktemp -d /tmp/shim-fork.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+tap_plan
+abi=$(sed -n 's/^#define KPPROF_ABI_VERSION[[:space:]]*\([0-9]*\).*/\1/p' "$top/ioctl/kpprof.h")
+/usr/bin/python3 -c 'import struct, sys
+page = struct.pack("<IIQQQIIII16x", 2, int(sys.argv[1]), 0, 1, 1, 1, 64, 0, 7)
+sys.stdout.buffer.write(page.ljust(4096, b"\0"))' "$abi" >"$tmp/cfg" || { tap_fail "config file"; tap_done; }
+
+for lib in "$@"; do
+	lib=$(realpath "$lib")
+	b=$(basename "$lib")
+	for mode in exit malloc; do
+		rm -f "$tmp/sink"
+		got=$(timeout 120 env KPPROF_TEST_CONFIG="$tmp/cfg" KPPROF_TEST_SINK="$tmp/sink" \
+			LD_PRELOAD="$lib" "$d/fork_loader" 20 "$mode" 2>&1; echo "exit $?")
+		if [ "$got" = "children 20, hung 0
+exit 0" ]; then
+			tap_ok "$b: 20 children ($mode) forked beside a dl_iterate_phdr loop: none hung"
+		else
+			tap_fail "$b: children ($mode) hung" "$got"
+		fi
+		[ "$mode" = malloc ] || continue
+		forks=$("$d/shim_reader" --decode "$tmp/sink" | awk '$1 == "COMM" && $5 == 1' | wc -l)
+		[ "$forks" -eq 20 ] && tap_ok "$b: ...each child sent its COMM (FORK) and samples" ||
+			tap_fail "$b: COMM (FORK) records" "$forks of 20"
+	done
+done
+tap_done
