@@ -20,15 +20,22 @@
 #                                                 gperftools HEAPPROFILE), each
 #                                                 against its own baseline
 #   two-thread allocation-heavy workload, sort    wall/CPU at 512 KiB and at rate 1
+#   startup: N x /bin/true (spawn_loop)           us per process, shim vs none,
+#                                                 alternating rounds (issue 11:
+#                                                 target <= +50 us natively)
+#   build: make -j2 of a clean copy of            wall, shim in every process vs
+#   user/kpprof (host only)                       none, interleaved, each run
+#                                                 printed (target <= 1.01x)
 # (The peers ran on the heavy workload before; the churn loop is their
 # column now.)
-# usage: selftests/shim/bench.sh [--quick] [micro|churn|heavy|sort]...
+# KPPROF_BENCH_SHIM=LIB measures another build of the shim (before/after).
+# usage: selftests/shim/bench.sh [--quick] [micro|churn|heavy|sort|startup|build]...
 #   (sections: default all; bench.list runs them as separate programs, each
 #   within run-test-list's time limit under qemu)
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 d=$top/selftests/shim
-lib=$top/user/shim/libkpprof.so
+lib=${KPPROF_BENCH_SHIM:-$top/user/shim/libkpprof.so}
 w=$d/shim_workload
 tmp=$(mktemp -d /tmp/shim-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -43,10 +50,12 @@ if [ "${1:-}" = --quick ]; then
 	quick=1
 	shift
 fi
-sections=" ${*:-micro churn heavy sort} "
+sections=" ${*:-micro churn heavy sort startup build} "
+STARTN=${KPPROF_BENCH_STARTUP:-1000}
+BUILDS=${KPPROF_BENCH_BUILDS:-5}
 want() { [[ $sections == *" $1 "* ]]; }
 if [ $quick = 1 ]; then
-	N=300000 HEAVY=50000 CHURN=200000
+	N=300000 HEAVY=50000 CHURN=200000 STARTN=100 BUILDS=1
 elif [ $module = 1 ]; then
 	# qemu TCG runs 20..80x slower (more on a loaded host): a twentieth
 	# of the work keeps each section inside run-test-list's 300 s.
@@ -54,6 +63,7 @@ elif [ $module = 1 ]; then
 	HEAVY=${KPPROF_BENCH_HEAVY:-10000}
 	CHURN=${KPPROF_BENCH_CHURN:-100000}
 	SORTN=50000
+	STARTN=${KPPROF_BENCH_STARTUP:-100}
 fi
 abi=$(sed -n 's/^#define KPPROF_ABI_VERSION[[:space:]]*\([0-9]*\).*/\1/p' "$top/ioctl/kpprof.h")
 
@@ -262,4 +272,61 @@ for key in wall cpu; do
 	echo "sort -n of $SORTN lines, $key: none $base s, shim 512 KiB $def s (x$(ratio "$def" "$base")), shim rate 1 $one s (x$(ratio "$one" "$base"))"
 done
 
+fi
+
+if want startup; then
+# Issue 11: what a process that never samples pays.  spawn_loop runs
+# /bin/true STARTN times without, then with LD_PRELOAD, 5 rounds
+# alternating; each side's best round.  In the VM the shim's records go
+# through the module (under shim_reader, which drains them); on the host
+# to /dev/null (KPPROF_TEST_CONFIG).
+if [ $module = 1 ]; then
+	"$d/shim_reader" --mem-rate 524288 --dump /dev/null -- \
+		"$d/spawn_loop" --preload "$lib" "$STARTN" /bin/true >"$tmp/spawn" 2>/dev/null
+else
+	mkcfg 524288 0 0 >"$tmp/cfg"
+	KPPROF_TEST_CONFIG=$tmp/cfg "$d/spawn_loop" --preload "$lib" "$STARTN" /bin/true >"$tmp/spawn"
+fi
+sed 's/^round/  startup round/' "$tmp/spawn" | grep '^  startup round'
+get() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/spawn"; }
+echo "startup, $STARTN x /bin/true, wall: none $(get none_us) us, shim $(get shim_us) us per process, added $(get added_us) us (x$(get ratio); target <= +50 us natively)"
+echo "startup, $STARTN x /bin/true, CPU: none $(get none_cpu_us) us, shim $(get shim_cpu_us) us per process, added $(get added_cpu_us) us (x$(get cpu_ratio))"
+fi
+
+if want build; then
+# Issue 11: a real build with the shim preloaded into every process (make,
+# sh, cc, cc1, as, ld, protoc-c, pkg-config...): make -j2 of a clean copy
+# of user/kpprof, BUILDS times each way, interleaved; every run printed,
+# then the medians.  Host only: under TCG one build takes minutes.
+if [ $module = 1 ]; then
+	echo "build: host only (qemu TCG makes a C build take minutes)"
+else
+	src=$tmp/build
+	mkdir -p "$src/user"
+	cp -r "$top/ioctl" "$top/pprof" "$src/"
+	cp -r "$top/user/kpprof" "$src/user/"
+	rm -rf "$src/user/kpprof/build" "$src/user/kpprof/build-san" "$src/user/kpprof/gen"
+	mkcfg 524288 0 0 >"$tmp/cfg"
+	onebuild() { # [ENV...]: wall seconds of one clean build
+		local t0 t1
+		make -C "$src/user/kpprof" clean >/dev/null 2>&1
+		rm -rf "$src/user/kpprof/build" "$src/user/kpprof/gen"
+		t0=$(date +%s.%N)
+		env "$@" make -j2 -C "$src/user/kpprof" KPPROF_VERSION=bench kpprof >/dev/null 2>&1 ||
+			{ echo "build failed" >&2; echo 0; return; }
+		t1=$(date +%s.%N)
+		awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
+	}
+	onebuild >/dev/null	# warm the page cache
+	: >"$tmp/builds"
+	for i in $(seq "$BUILDS"); do
+		a=$(onebuild)
+		b=$(onebuild KPPROF_TEST_CONFIG="$tmp/cfg" LD_PRELOAD="$lib")
+		echo "  build run $i: none $a s, shim $b s (x$(ratio "$b" "$a"))"
+		echo "$a $b" >>"$tmp/builds"
+	done
+	ma=$(awk '{ print $1 }' "$tmp/builds" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+	mb=$(awk '{ print $2 }' "$tmp/builds" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+	echo "build, make -j2 of user/kpprof, median of $BUILDS interleaved: none $ma s, shim in every process $mb s (x$(ratio "$mb" "$ma"), target <= 1.01)"
+fi
 fi

@@ -646,6 +646,13 @@ static int do_altstack(long size)
 	sa.sa_handler = alt_handler;
 	sa.sa_flags = SA_ONSTACK;
 	sigaction(SIGUSR1, &sa, NULL);
+	/*
+	 * One sample on the main stack first: libunwind is loaded at a
+	 * process's first stack, never from a handler on an alternate stack
+	 * (user/shim/stack.c), so without it the handler's samples would be
+	 * frame-pointer ones (or none) and the libunwind case untested.
+	 */
+	keep(malloc(100));
 	for (int i = 0; i < 10; i++)
 		raise(SIGUSR1);
 	for (used = 0; used < ss.ss_size && ((unsigned char *)ss.ss_sp)[used] == 0xa5; used++)

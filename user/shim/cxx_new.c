@@ -42,6 +42,20 @@
 #include <unistd.h>
 #include "shim.h"
 
+/*
+ * The probe's cleanup (-fexceptions, below) refers to libgcc_s's
+ * _Unwind_Resume and __gcc_personality_v0.  Weak, so that libgcc_s is not
+ * loaded into every process at start for them (issue 11): a C++ program,
+ * the only kind whose operator new can throw, has libgcc_s loaded before
+ * us (libstdc++ needs it), and they bind to it.  In a C program that
+ * dlopens C++ code later they stay unbound: the unwinder then finds no
+ * personality for the wrapper's frame and unwinds through it without the
+ * cleanup, so a bad_alloc thrown by that process's very first probing
+ * call leaves the thread's countdown at its probe value (no heap sample
+ * from that thread until it is used up); nothing else changes.
+ */
+__asm__(".weak _Unwind_Resume\n\t.weak __gcc_personality_v0");
+
 enum {
 	NEW, NEW_NT, NEW_AL, NEW_AL_NT,
 	NEWA, NEWA_NT, NEWA_AL, NEWA_AL_NT,

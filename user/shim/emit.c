@@ -141,8 +141,6 @@ int kpp_emit(const void *rec, size_t size)
 	struct kpp_thread *t = &kpp_thread;
 	int saved = errno, ret = 0;
 
-	if (unlikely(atomic_load_explicit(&kpp.fork_announce, memory_order_relaxed)))
-		kpp_fork_announce();
 	if (unlikely(atomic_load_explicit(&kpp.stopped, memory_order_relaxed))) {
 		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
 		return ECANCELED;

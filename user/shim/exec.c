@@ -6,8 +6,9 @@
  * the real call, if this process has sent anything, the shim submits
  * KPPROF_REC_COMM with reason KPPROF_COMM_EXEC; the collector ends the old
  * image there.  If the exec then fails, the process goes on as a fresh
- * image: COMM START and its mappings again (the blocks it sampled before
- * are gone from the profile with the old image; their FREEs are ignored).
+ * image: COMM START, and its mappings again before its next stack record
+ * (the blocks it sampled before are gone from the profile with the old
+ * image; their FREEs are ignored).
  *
  * The variadic execl* are rebuilt as argv arrays (on the stack, as glibc
  * does) and passed to the real execv/execvp/execve: glibc's execl* call
@@ -53,8 +54,7 @@ static void after_failed_exec(bool ended)
 		return;
 	t->guard = 1;
 	kpp_emit_comm(KPPROF_COMM_START);
-	kpp_maps_forget();
-	kpp_maps_sync();
+	kpp_maps_forget();	/* sent again before the next stack record */
 	t->guard = guard;
 	errno = saved;
 }

@@ -5,8 +5,12 @@
  * Start: the constructor resolves the real functions, reads the KPPROF_*
  * environment, opens /dev/kpprof (O_RDWR | O_CLOEXEC, moved to a high
  * descriptor number out of the way of programs that dup2 onto low ones),
- * maps its config page read-only, writes KPPROF_REC_COMM (START) and the
- * mapping records, and only then lets sampling begin.  If any step fails
+ * maps its config page read-only, writes KPPROF_REC_COMM (START), and
+ * only then lets sampling begin.  That is all a process that never samples
+ * pays (issue 11): the mapping records wait for the first record with a
+ * stack (emit.c), libunwind for the first stack (stack.c), the
+ * sampled-address table for the first sample (sampled_set.c); at exit it
+ * writes COMM (EXIT).  If any step fails
  * (no module, device not writable, other ABI) the shim stays in
  * pass-through: every call goes straight to the real function, nothing is
  * written, nothing is printed (one line under KPPROF_DEBUG=1).
@@ -27,7 +31,8 @@
  * exist there.  The child clears the sampled-address table (its frees of
  * the parent's sampled blocks are not its allocations), the mapping table
  * and the waiter table, reseeds its random numbers, and writes COMM (FORK)
- * plus all mappings again under its own pid.
+ * at once; all its mappings go again, under its own pid, before its first
+ * stack record.
  *
  * Exec: the descriptor is close-on-exec; if LD_PRELOAD still names the
  * shim, the new image starts afresh with COMM (START).  The KPPROF_*
@@ -41,6 +46,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/single_threaded.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "shim.h"
@@ -99,6 +105,7 @@ static void fork_prepare(void)
 	while (atomic_load(&kpp.samplers) > self)
 		sched_yield();
 	kpp.loader_quiet = kpp_loader_quiesce();
+	kpp.fork_threaded = !__libc_single_threaded;
 }
 
 static void fork_parent(void)
@@ -120,10 +127,13 @@ static void fork_child(void)
 	if (atomic_load(&kpp.ready) != 1)
 		return;
 	kpp_loader_release(true);
+	/* Threads that were inside kpp_emit() in the parent are not here. */
+	atomic_store(&kpp.emitters, t->emitting ? 1 : 0);
 	if (!kpp.loader_quiet) {
 		/* The loader's lock may be held for ever here (loader.c). */
 		atomic_store(&kpp.ready, -1);
 		atomic_store(&kpp.fork_pending, 0);
+		kpp_emit_comm(KPPROF_COMM_FORK);
 		return;
 	}
 	atomic_store(&kpp.samplers, 0);
@@ -131,25 +141,22 @@ static void fork_child(void)
 	kpp_held_reset();
 	kpp_maps_reset();
 	kpp_locks_reset();
+	kpp_unwind_fork_child(kpp.fork_threaded);
 	t->rng_seeded = 0;
 	t->guard = self;
-	/*
-	 * Nothing is written here: an atfork child handler may only do
-	 * async-signal-safe work, and walking the objects (dl_iterate_phdr)
-	 * blocks for ever on the loader's lock if another thread held it at
-	 * the fork.  The child's first record sends COMM (FORK) first
-	 * (kpp_fork_announce); kpp_maps_reset() above makes the first stack
-	 * record send every mapping again.
-	 */
-	atomic_store(&kpp.fork_announce, 1);
 	atomic_store(&kpp.fork_pending, 0);
-}
-
-/* kpp_fork_announce - in a forked child, before its first record. */
-void kpp_fork_announce(void)
-{
-	if (atomic_exchange(&kpp.fork_announce, 0))
-		kpp_emit_comm(KPPROF_COMM_FORK);
+	/*
+	 * COMM (FORK) now, one ioctl (async-signal-safe, as an atfork child
+	 * handler must be): the collector learns this pid and its parent
+	 * before the child can have children of its own, so `kpprof record`
+	 * follows the exec'ed or forked descendants of a child that never
+	 * samples (issue 11; before, the FORK waited for the child's first
+	 * record, and a child that only forked or spawned broke the chain).
+	 * The mappings are not walked here (dl_iterate_phdr blocks for ever
+	 * on the loader's lock if another thread held it at the fork):
+	 * kpp_maps_reset() above makes the first stack record send them all.
+	 */
+	kpp_emit_comm(KPPROF_COMM_FORK);
 }
 
 /* Move our descriptor above the ones programs usually pick themselves. */
@@ -253,10 +260,7 @@ check_abi:
 	/* Only now, when we would profile: see optout.c. */
 	if (kpp_excluded())
 		goto err_unmap;
-	if (kpp_set_init()) {
-		kpp_debug("pass-through: cannot map the sampled-address table");
-		goto err_unmap;
-	}
+	/* The sampled-address table is set up at the first sample. */
 	kpp.fd = fd;
 	kpp.page = page;
 	return 0;
@@ -296,8 +300,13 @@ static void kpp_init(void)
 	}
 	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
 		kpp_debug("pthread_atfork failed: children will not be profiled apart");
+	/*
+	 * COMM (START) only: it names the process and its parent, which
+	 * `kpprof record` needs to follow descendants through processes that
+	 * never sample.  The mappings wait for the first record with a stack
+	 * (emit.c), libunwind for the first stack (stack.c).
+	 */
 	kpp_emit_comm(KPPROF_COMM_START);
-	kpp_maps_sync();
 	kpp_check_interposed();
 	t->guard = 0;
 	atomic_store_explicit(&kpp.ready, 1, memory_order_release);

@@ -72,6 +72,11 @@ bool kpp_loader_quiesce(void)
 	return atomic_load(&walkers) <= self;
 }
 
+bool kpp_loader_walking(void)
+{
+	return walking != 0;
+}
+
 void kpp_loader_release(bool child)
 {
 	forking = 0;

@@ -5,7 +5,7 @@
  * address and a process-wide counter so threads and forked children
  * diverge.  The child after fork reseeds (kpp_thread.rng_seeded = 0).
  */
-#include <math.h>
+#include <string.h>
 #include "shim.h"
 
 static _Atomic uint64_t seed_counter;
@@ -28,11 +28,44 @@ uint64_t kpp_rand64(struct kpp_thread *t)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
+/*
+ * neg_log - -ln(u) for u in (0, 1], without libm: linking libm would load
+ * it into every process at start (issue 11), for this one function.
+ * u = m * 2^e with m in [sqrt(1/2), sqrt(2)); ln(m) = 2 atanh(s),
+ * s = (m - 1) / (m + 1), |s| < 0.172, whose odd series to s^21 is exact
+ * to about 1e-16 relative: far below what sampling can tell apart.
+ */
+static double neg_log(double u)
+{
+	const double ln2 = 0.69314718055994530942;
+	uint64_t bits;
+	double m, s, s2, term, sum;
+	int e;
+
+	memcpy(&bits, &u, sizeof(bits));
+	e = (int)((bits >> 52) & 0x7ff) - 1023;	/* u is normal: u >= 2^-53 */
+	bits = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1023) << 52);
+	memcpy(&m, &bits, sizeof(m));		/* m in [1, 2) */
+	if (m > 1.41421356237309504880) {
+		m *= 0.5;
+		e++;
+	}
+	s = (m - 1) / (m + 1);
+	s2 = s * s;
+	term = s;
+	sum = 0;
+	for (int k = 1; k <= 21; k += 2) {
+		sum += term / k;
+		term *= s2;
+	}
+	return -(e * ln2 + 2 * sum);
+}
+
 uint64_t kpp_rand_exp(struct kpp_thread *t, uint64_t mean)
 {
-	/* u in (0, 1]: 53 random bits, never 0, so log(u) is finite. */
+	/* u in (0, 1]: 53 random bits, never 0, so ln(u) is finite. */
 	double u = (double)((kpp_rand64(t) >> 11) + 1) * 0x1.0p-53;
-	double v = -log(u) * (double)mean;
+	double v = neg_log(u) * (double)mean;
 
 	if (v >= 0x1.0p63)
 		return UINT64_C(1) << 63;

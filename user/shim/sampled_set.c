@@ -256,9 +256,12 @@ int kpp_set_init(void)
 	if (atomic_load(&nr_tables))
 		return 0;
 	/*
-	 * Write the static filter's pages now, while the process is most
-	 * likely single-threaded: frees read it from the start, so its first
-	 * writes later would replace zero pages, each a TLB-shootdown IPI.
+	 * Write the static filter's pages now, at the first sample, all at
+	 * once: frees read it from the start, so until now its pages were
+	 * the shared zero page; writing them one at a time later would be a
+	 * TLB-shootdown IPI each in a multi-threaded process.  Not at start
+	 * (as before issue 11): 16 page faults in every process, most of
+	 * which never sample.
 	 */
 	for (size_t i = 0; i < sizeof(filter0); i += 4096)
 		atomic_fetch_add_explicit(&filter0[i], 0, memory_order_relaxed);
@@ -365,8 +368,18 @@ bool kpp_set_insert(const void *p, uint64_t size)
 	uint64_t live, peak;
 	int n = atomic_load(&nr_tables);
 
-	if (!n || !p)
+	if (!p)
 		return false;
+	if (unlikely(!n)) {
+		/* The first sample of the process: its start did not pay. */
+		lock_grow();
+		if (kpp_set_init())
+			kpp_debug("cannot map the sampled-address table");
+		unlock_grow();
+		n = atomic_load(&nr_tables);
+		if (!n)
+			return false;
+	}
 	for (;;) {
 		struct table *t = &tables[n - 1];
 		int now;

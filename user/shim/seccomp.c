@@ -39,23 +39,35 @@
 #include <linux/seccomp.h>
 #include "shim.h"
 
-/* Streaming match of "\nSeccomp:\t<mode>" over a small buffer. */
+/*
+ * Streaming match of "\nSeccomp:\t<mode>".  The file is about 1.5 KiB:
+ * read it into a static 4 KiB buffer, one read(2) (four with the small
+ * buffer it had before issue 11); a second caller at the same moment
+ * (cannot happen: only the constructor calls this in practice) streams
+ * through a small one on its stack.
+ */
 static int seccomp_mode(int fd)
 {
 	static const char key[] = "\nSeccomp:";
+	static char big[4096];
+	static atomic_flag big_busy = ATOMIC_FLAG_INIT;
 	size_t k = 1;		/* the file starts as if after a newline */
-	bool value = false;
-	char buf[256];
+	bool value = false, mine = !atomic_flag_test_and_set(&big_busy);
+	char small[256], *buf = mine ? big : small;
+	size_t size = mine ? sizeof(big) : sizeof(small);
+	int ret;
 	ssize_t n;
 
-	while ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+	ret = -1;
+	while ((n = read(fd, buf, size)) > 0 || (n < 0 && errno == EINTR)) {
 		for (ssize_t i = 0; i < n; i++) {
 			char c = buf[i];
 
 			if (value) {
 				if (c == ' ' || c == '\t')
 					continue;
-				return c >= '0' && c <= '9' ? c - '0' : -1;
+				ret = c >= '0' && c <= '9' ? c - '0' : -1;
+				goto out;
 			}
 			if (c == key[k]) {
 				if (++k == sizeof(key) - 1)
@@ -65,7 +77,11 @@ static int seccomp_mode(int fd)
 			}
 		}
 	}
-	return n < 0 ? -1 : 0;	/* no such line: a kernel without seccomp */
+	ret = n < 0 ? -1 : 0;	/* no such line: a kernel without seccomp */
+out:
+	if (mine)
+		atomic_flag_clear(&big_busy);
+	return ret;
 }
 
 bool kpp_seccomp_inherited(void)

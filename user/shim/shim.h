@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <link.h>
 #include <linux/types.h>
 #include "kpprof.h"
 
@@ -130,8 +131,11 @@ struct kpp_global {
 	_Atomic uint64_t unsent;	/* events not sent since stopped */
 	_Atomic uint64_t frees_held;	/* FREEs retried after a full ring */
 	_Atomic uint64_t frees_lost;	/* ... that could not be held */
-	_Atomic int fork_announce;	/* forked child: COMM (FORK) not sent yet */
 	int loader_quiet;		/* no thread walked the objects at the fork */
+	int fork_threaded;		/* fork_prepare: other threads had run */
+	int fork_no_dlopen;		/* forked child: never dlopen (stack.c) */
+	uintptr_t ldso_lo, ldso_hi;	/* the dynamic loader's text (stack.c) */
+	const struct r_debug *r_debug;	/* the loader's, for r_state (stack.c) */
 };
 
 /* Why the shim stopped emitting (kpp.stopped). */
@@ -156,8 +160,6 @@ int64_t kpp_env_u64(const char *name, uint64_t max) KPP_HIDDEN;
  */
 bool kpp_sample_begin(struct kpp_thread *t) KPP_HIDDEN;
 void kpp_sample_end(struct kpp_thread *t) KPP_HIDDEN;
-/* kpp_fork_announce - a forked child's COMM (FORK), before its first record. */
-void kpp_fork_announce(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- random */
 
@@ -227,6 +229,9 @@ void kpp_set_stats(struct kpp_set_stats *st) KPP_HIDDEN;
 unsigned int kpp_stack(struct kpp_thread *t, __u64 *pcs, unsigned int max) KPP_HIDDEN;
 unsigned int kpp_stack_fp(struct kpp_thread *t, __u64 *pcs, unsigned int max) KPP_HIDDEN;
 unsigned int kpp_stack_unwind(__u64 *pcs, unsigned int max) KPP_HIDDEN;
+/* libunwind is dlopen'ed at the first stack that may load it (stack.c). */
+bool kpp_unwind_loaded(void) KPP_HIDDEN;
+void kpp_unwind_fork_child(bool parent_threaded) KPP_HIDDEN;
 
 /* --------------------------------------------------------- records */
 
@@ -266,6 +271,7 @@ void kpp_maps_reset(void) KPP_HIDDEN;
 void kpp_maps_forget(void) KPP_HIDDEN;	/* reset, taking the table's lock */
 /* kpp_maps_changed - cheap test: did dlopen/dlclose happen since sync? */
 bool kpp_maps_changed(void) KPP_HIDDEN;
+/* kpp_maps_find_self - the shim's own text and the dynamic loader's. */
 void kpp_maps_find_self(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- heap & locks */
@@ -305,6 +311,8 @@ bool kpp_seccomp_inherited(void) KPP_HIDDEN;
  */
 bool kpp_loader_quiesce(void) KPP_HIDDEN;
 void kpp_loader_release(bool child) KPP_HIDDEN;
+/* kpp_loader_walking - this thread is inside dl_iterate_phdr. */
+bool kpp_loader_walking(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- opt-out */
 
