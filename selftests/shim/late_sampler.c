@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * late_sampler: a process that starts sampling late (issue 11).  Run with
- * a heap rate of about 1 MiB, so that nothing is sampled until it says so.
+ * a heap rate of 16 MiB, so that nothing is sampled until it says so.
  *
  *   late_sampler late    allocate small for a while (a few KiB in all: a
- *                        sample there is a 1-in-200 chance), dlopen
+ *                        sample there is a 1-in-3000 chance), dlopen
  *                        libshim_plugin.so (beside this program), then
- *                        allocate 64 x 1 MiB from late_main_alloc() and
- *                        64 x 1 MiB from the plugin's plugin_alloc().
+ *                        allocate (and free) 64 x 16 MiB from
+ *                        late_main_alloc() and 64 x 16 MiB from the
+ *                        plugin's plugin_alloc(): about 40 samples each.
  *                        Prints "libunwind before: yes|no" (mapped before
  *                        the first big allocation) and "libunwind after:".
  *   late_sampler chain   a child that never samples (it only forks and
@@ -61,7 +62,7 @@ static int late(void)
 {
 	char path[PATH_MAX + 32], *slash;
 	void *(*plugin_alloc)(size_t);
-	void *h, *keep[128];
+	void *h;
 	int before;
 
 	small_work();
@@ -80,14 +81,12 @@ static int late(void)
 	small_work();
 	before = mapped("libunwind");
 	for (int i = 0; i < 64; i++)
-		keep[i] = late_main_alloc(1 << 20);
+		free(late_main_alloc(16 << 20));
 	for (int i = 0; i < 64; i++)
-		keep[64 + i] = plugin_alloc(1 << 20);
+		free(plugin_alloc(16 << 20));
 	printf("libunwind before: %s\nlibunwind after: %s\n", before ? "yes" : "no",
 	       mapped("libunwind") ? "yes" : "no");
 	fflush(stdout);
-	for (int i = 0; i < 128; i++)
-		free(keep[i]);
 	return 0;
 }
 

@@ -40,7 +40,9 @@ mkcfg() { # MEM_RATE: a config page, heap profile on at MEM_RATE
 page = struct.pack("<IIQQQIIII16x", 2, int(sys.argv[2]), 0, int(sys.argv[1]), 0, 0, 64, 0, 7)
 sys.stdout.buffer.write(page.ljust(4096, b"\0"))' "$1" "$abi"
 }
-mkcfg 524288 >"$tmp/cfg" && mkcfg 1048576 >"$tmp/cfg1m" || { tap_fail "config files"; tap_done; }
+# cfg: heap profile on, rate 1 TiB: these processes certainly never sample
+# (at 512 KiB, cat's 128 KiB buffer alone is sampled one time in five).
+mkcfg $((1 << 40)) >"$tmp/cfg" && mkcfg $((16 << 20)) >"$tmp/cfg16m" || { tap_fail "config files"; tap_done; }
 
 # shimmed LIB CFG CMD...: CMD under LIB, records to $tmp/sink (emptied first)
 shimmed() {
@@ -107,7 +109,7 @@ for lib in "$@"; do
 	fi
 
 	# 4. A late sampler.
-	out=$(shimmed "$lib" "$tmp/cfg1m" "$d/late_sampler" late)
+	out=$(shimmed "$lib" "$tmp/cfg16m" "$d/late_sampler" late)
 	decode >"$tmp/late"
 	# exe_before plug_before in_exe in_plug: mapped before the first
 	# ALLOC, and a pc of some ALLOC inside it
@@ -143,7 +145,7 @@ PY
 	# mode), so count them: COMM START (root, exec'ed grandchild), FORK
 	# (the idle child, both grandchildren: the exec'ed one is forked
 	# first), and each grandchild's own mappings.
-	out=$(shimmed "$lib" "$tmp/cfg1m" "$d/late_sampler" chain)
+	out=$(shimmed "$lib" "$tmp/cfg16m" "$d/late_sampler" chain)
 	decode >"$tmp/chain"
 	starts=$(awk '$1 == "COMM" && $5 == 0' "$tmp/chain" | wc -l)
 	forks=$(awk '$1 == "COMM" && $5 == 1' "$tmp/chain" | wc -l)

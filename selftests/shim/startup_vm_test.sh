@@ -47,7 +47,7 @@ pid_fns() {
 }
 
 # 1. late
-if KPPROF_SHIM=$lib "$K" record -o "$tmp/late" --mem-rate 1048576 -- \
+if KPPROF_SHIM=$lib "$K" record -o "$tmp/late" --mem-rate 16777216 -- \
 	"$d/late_sampler" late >"$tmp/late.out" 2>"$tmp/late.err"; then
 	pp -raw "$tmp/late/heap.pb.gz" >"$tmp/late.raw"
 	got=$(pid_fns "$tmp/late/heap.pb.gz")
@@ -66,7 +66,7 @@ else
 fi
 
 # 2. chain: the child never samples; both grandchildren must be followed.
-if KPPROF_SHIM=$lib "$K" record -o "$tmp/chain" --mem-rate 1048576 -- \
+if KPPROF_SHIM=$lib "$K" record -o "$tmp/chain" --mem-rate 16777216 -- \
 	"$d/late_sampler" chain >"$tmp/chain.out" 2>"$tmp/chain.err"; then
 	pp -raw "$tmp/chain/heap.pb.gz" >"$tmp/chain.raw"
 	got=$(pid_fns "$tmp/chain/heap.pb.gz")
