@@ -307,26 +307,25 @@ else
 	cp -r "$top/user/kpprof" "$src/user/"
 	rm -rf "$src/user/kpprof/build" "$src/user/kpprof/build-san" "$src/user/kpprof/gen"
 	mkcfg 524288 0 0 >"$tmp/cfg"
-	onebuild() { # [ENV...]: wall seconds of one clean build
-		local t0 t1
+	onebuild() { # [ENV...]: "WALL CPU" seconds of one clean build (CPU:
+		# user + system of make and everything it ran, from wait4)
 		make -C "$src/user/kpprof" clean >/dev/null 2>&1
 		rm -rf "$src/user/kpprof/build" "$src/user/kpprof/gen"
-		t0=$(date +%s.%N)
-		env "$@" make -j2 -C "$src/user/kpprof" KPPROF_VERSION=bench kpprof >/dev/null 2>&1 ||
-			{ echo "build failed" >&2; echo 0; return; }
-		t1=$(date +%s.%N)
-		awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
+		/usr/bin/time -f '%e %U %S' -o "$tmp/time" env "$@" \
+			make -j2 -C "$src/user/kpprof" KPPROF_VERSION=bench kpprof >/dev/null 2>&1 ||
+			{ echo "build failed" >&2; echo "0 0"; return; }
+		awk '{ printf "%.3f %.3f", $1, $2 + $3 }' "$tmp/time"
 	}
 	onebuild >/dev/null	# warm the page cache
 	: >"$tmp/builds"
 	for i in $(seq "$BUILDS"); do
-		a=$(onebuild)
-		b=$(onebuild KPPROF_TEST_CONFIG="$tmp/cfg" LD_PRELOAD="$lib")
-		echo "  build run $i: none $a s, shim $b s (x$(ratio "$b" "$a"))"
-		echo "$a $b" >>"$tmp/builds"
+		read -r aw ac < <(onebuild)
+		read -r bw bc < <(onebuild KPPROF_TEST_CONFIG="$tmp/cfg" LD_PRELOAD="$lib")
+		echo "  build run $i: none $aw s wall $ac s CPU, shim $bw s wall $bc s CPU (x$(ratio "$bw" "$aw") wall, x$(ratio "$bc" "$ac") CPU)"
+		echo "$aw $ac $bw $bc" >>"$tmp/builds"
 	done
-	ma=$(awk '{ print $1 }' "$tmp/builds" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-	mb=$(awk '{ print $2 }' "$tmp/builds" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-	echo "build, make -j2 of user/kpprof, median of $BUILDS interleaved: none $ma s, shim in every process $mb s (x$(ratio "$mb" "$ma"), target <= 1.01)"
+	med() { awk -v c="$1" '{ print $c }' "$tmp/builds" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+	echo "build, make -j2 of user/kpprof, median of $BUILDS interleaved, wall: none $(med 1) s, shim in every process $(med 3) s (x$(ratio "$(med 3)" "$(med 1)"), target <= 1.01)"
+	echo "build, make -j2 of user/kpprof, median of $BUILDS interleaved, CPU: none $(med 2) s, shim in every process $(med 4) s (x$(ratio "$(med 4)" "$(med 2)"))"
 fi
 fi
