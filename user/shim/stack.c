@@ -28,6 +28,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/single_threaded.h>
 #include <unistd.h>
 #include "shim.h"
@@ -37,15 +38,37 @@ static bool in_self(uintptr_t pc)
 	return pc >= kpp.self_lo && pc < kpp.self_hi;
 }
 
-/* Learn this thread's stack bounds once; 0 if they cannot be known. */
+/* The top of the main thread's stack (ld.so's, exported). */
+extern void *__libc_stack_end;
+
+/*
+ * Learn this thread's stack bounds once; 0 if they cannot be known.  On
+ * the main thread's stack, from __libc_stack_end and RLIMIT_STACK: for
+ * the main thread pthread_getattr_np() reads all of /proc/self/maps, a
+ * cost the first stack of every process paid (libunwind is loaded only
+ * from a sample on the thread's own stack, which this tells).  A walk
+ * only reads between its own frame and the top, all mapped, so a lower
+ * bound below the stack's real extent is harmless.
+ */
 static void stack_bounds(struct kpp_thread *t)
 {
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t top = ((uintptr_t)__libc_stack_end + 4095) & ~(uintptr_t)4095;
+	size_t main_size = (size_t)1 << 30;
 	pthread_attr_t attr;
+	struct rlimit rl;
 	void *addr;
 	size_t size;
 
 	t->stack_known = 1;
 	t->stack_lo = t->stack_hi = 0;
+	if (!getrlimit(RLIMIT_STACK, &rl) && rl.rlim_cur < main_size)
+		main_size = rl.rlim_cur;
+	if (__libc_stack_end && here < top && here >= top - main_size) {
+		t->stack_lo = top - main_size;
+		t->stack_hi = top;
+		return;
+	}
 	if (pthread_getattr_np(pthread_self(), &attr))
 		return;
 	if (!pthread_attr_getstack(&attr, &addr, &size)) {
