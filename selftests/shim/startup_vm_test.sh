@@ -35,12 +35,14 @@ pp() { go tool pprof -symbolize=none "$@" 2>&1; }
 pid_fns() {
 	local p pids
 	pids=$(pp -raw "$1" | grep -oE 'pid:\[[0-9]+\]' | sort -u | tr -dc '0-9\n')
+	# shellcheck disable=SC2046  # the function names, one word each
 	if [ -z "$pids" ]; then
 		echo all $(pp -sample_index=alloc_space -top -nodecount=100 "$1" |
 			grep -oE '(late_main_alloc|plugin_alloc)$' | sort -u)
 		return
 	fi
 	for p in $pids; do
+		# shellcheck disable=SC2046
 		echo "$p" $(pp -tagfocus="pid=$p" -sample_index=alloc_space -top -nodecount=100 "$1" |
 			grep -oE '(late_main_alloc|plugin_alloc)$' | sort -u)
 	done
