@@ -190,6 +190,62 @@ TEST(exited_processes_policy)
 	free(text);
 }
 
+/*
+ * A ?seconds= delta while processes are dropped (more than max_exited
+ * exit): buckets are renumbered, but the delta matches them by content
+ * (process, stack, size, rate), so it still works and is exact; and a
+ * reused pid is a new process, never subtracted from the old one's counts.
+ */
+TEST(delta_survives_dropped_processes)
+{
+	struct kpp_agg_limits lim = { .max_exited = 2 };
+	struct kpp_agg *a = kpp_agg__new(&lim);
+	char err[256], *text = test_format();
+	struct kpp_decoder *d = kpp_decoder__new(text, err, sizeof(err));
+	struct kpp_view old, v;
+	struct test_buf b;
+	double t[4] = { 0 };
+
+	ASSERT_NE(NULL, d);
+	for (uint32_t pid = 100; pid < 104; pid++) {
+		ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, pid, 1, KPPROF_COMM_START, "w", 1)));
+		ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, pid, 1, 0x100, 8, 1, stack_a, 2)));
+	}
+	ASSERT_EQ(0, test_feed(d, a, &b, test_cycle(&b, 2)));
+	ASSERT_EQ(0, kpp_view__take(&old, a, KPP_HEAP, NULL, NULL));
+	/* In the window: 100..102 exit (100 is dropped), 103 allocates twice more. */
+	for (uint32_t pid = 100; pid < 103; pid++)
+		ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, pid, 1, KPPROF_COMM_EXIT, "w", 2)));
+	ASSERT_EQ(NULL, kpp_agg__proc(a, 100));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 103, 2, 0x200, 8, 1, stack_a, 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 103, 2, 0x300, 8, 1, stack_a, 2)));
+	/* pid 100 comes back as a new process with the same stack. */
+	ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, 100, 1, KPPROF_COMM_START, "w2", 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 100, 2, 0x100, 8, 1, stack_a, 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_cycle(&b, 3)));
+	ASSERT_EQ(0, kpp_view__take(&v, a, KPP_HEAP, NULL, NULL));
+	ASSERT_EQ(0, kpp_view__subtract(&v, &old));
+	for (size_t i = 0; i < v.n; i++) {
+		for (int k = 0; k < 4; k++)
+			t[k] += v.s[i].v[k];
+		if (v.s[i].pid == 100)
+			EXPECT_EQ(1.0, v.s[i].v[0]);	/* the new process's own */
+		if (v.s[i].pid == 101 || v.s[i].pid == 102)
+			EXPECT_EQ(0.0, v.s[i].v[0]);
+		if (v.s[i].pid == 103)
+			EXPECT_EQ(2.0, v.s[i].v[0]);
+	}
+	/* Three allocations in the window, none freed. */
+	EXPECT_EQ(3.0, t[0]);
+	EXPECT_EQ(24.0, t[1]);
+	EXPECT_EQ(3.0, t[2]);
+	kpp_view__release(&v);
+	kpp_view__release(&old);
+	kpp_agg__free(a);
+	kpp_decoder__free(d);
+	free(text);
+}
+
 TEST(descendants)
 {
 	struct kpp_agg *a = kpp_agg__new(NULL);

@@ -71,6 +71,7 @@ struct kpp_agg {
 	struct kpp_agg_stats st;
 	uint64_t generation;
 	uint64_t exit_seq;
+	uint64_t proc_serial;
 
 	struct kpp_bucket *buckets;
 	size_t nr_buckets, cap_buckets;
@@ -410,6 +411,7 @@ static struct kpp_proc *get_proc(struct kpp_agg *a, uint32_t pid)
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	p->serial = ++a->proc_serial;
 	p->hnext = a->procs[pid % PROC_HASH];
 	a->procs[pid % PROC_HASH] = p;
 	a->st.nr_procs = ++a->nr_procs;

@@ -66,6 +66,8 @@ enum kpp_proc_state { KPP_PROC_ALIVE, KPP_PROC_EXITED };
 
 struct kpp_proc {
 	uint32_t pid, ppid;
+	/* Unique per process seen (a reused pid gets a new one): delta key. */
+	uint64_t serial;
 	char comm[KPPROF_COMM_LEN + 1];
 	enum kpp_proc_state state;
 	uint64_t exit_seq;	/* order of exit, for the keep-N policy */

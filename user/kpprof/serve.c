@@ -224,12 +224,8 @@ static void handle(struct kpp_session *s, int fd, char *path)
 		err = kpp_view__subtract(&v, &old);
 		o.duration_ns = seconds * 1000000000LL;
 		kpp_view__release(&old);
-		if (err == -ESTALE) {
+		if (err)
 			kpp_view__release(&v);
-			reply_text(fd, 503, "Service Unavailable",
-				   "processes were dropped during the window; retry\n");
-			return;
-		}
 	}
 	if (err) {
 		reply_text(fd, 500, "Internal Server Error", "out of memory\n");
