@@ -246,6 +246,54 @@ TEST(delta_survives_dropped_processes)
 	free(text);
 }
 
+/*
+ * exec ends the image that sampled (finding 5): its live allocations do
+ * not stay in use under the new comm, whether the EXEC record arrived or
+ * only the new image's START did (the EXEC lost in a full ring).
+ */
+TEST(exec_ends_the_old_image)
+{
+	struct kpp_agg *a = kpp_agg__new(NULL);
+	char err[256], *text = test_format();
+	struct kpp_decoder *d = kpp_decoder__new(text, err, sizeof(err));
+	struct test_buf b;
+	struct kpp_view v;
+
+	ASSERT_NE(NULL, d);
+	ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, 10, 1, KPPROF_COMM_START, "old", 1)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_mmap(&b, 10, 0x1000, 0x2000, 0, "/old")));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 10, 1, 0x100, 1000, 1, stack_a, 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, 10, 1, KPPROF_COMM_EXEC, "old", 1)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, 10, 1, KPPROF_COMM_START, "new", 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 10, 2, 0x180, 8, 1, stack_b, 2)));
+	/* the new image execs again, and its EXEC record is lost */
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 10, 2, 0x200, 16, 1, stack_b, 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_cycle(&b, 3)));
+	EXPECT_EQ(24.0, col(a, KPP_HEAP, 3));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, 10, 1, KPPROF_COMM_START, "newer", 3)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 10, 3, 0x300, 4, 1, stack_a, 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_cycle(&b, 4)));
+	ASSERT_EQ(0, kpp_view__take(&v, a, KPP_HEAP, NULL, NULL));
+	/* Only the last image's allocation is in use (or counted at all). */
+	double inuse = 0;
+
+	for (size_t i = 0; i < v.n; i++)
+		inuse += v.s[i].v[3];
+	EXPECT_EQ(4.0, inuse);
+	kpp_view__release(&v);
+	ASSERT_NE(NULL, kpp_agg__proc(a, 10));
+	EXPECT_STREQ("newer", kpp_agg__proc(a, 10)->comm);
+	EXPECT_EQ(KPP_PROC_ALIVE, kpp_agg__proc(a, 10)->state);
+	/* The old image's mappings went with it. */
+	EXPECT_EQ(0u, kpp_agg__proc(a, 10)->nr_maps);
+	/* A FREE of the old image's address finds nothing to free. */
+	ASSERT_EQ(0, test_feed(d, a, &b, test_free(&b, 10, 4, 0x100, 1000)));
+	EXPECT_EQ(1u, kpp_agg__stats(a)->unknown_frees);
+	kpp_agg__free(a);
+	kpp_decoder__free(d);
+	free(text);
+}
+
 TEST(descendants)
 {
 	struct kpp_agg *a = kpp_agg__new(NULL);
