@@ -14,11 +14,35 @@ void kpp_view__release(struct kpp_view *v)
 	memset(v, 0, sizeof(*v));
 }
 
+/*
+ * Go's fallback (memProfileInternal): when no bucket of the view has data
+ * from a complete cycle (no cycle has completed since these processes
+ * started), report the cycles not yet complete rather than nothing.
+ * Unlike Go this does not fold them for good: the next view, once a cycle
+ * is complete, is Go's usual one.
+ */
+static void add_pending(struct kpp_view *v, const struct kpp_agg *a)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		const struct kpp_bucket *b = kpp_agg__bucket(a, v->s[i].bucket);
+
+		for (int k = 0; k < 3; k++) {
+			const struct kpp_heap_counts *c = &b->heap.future[k];
+
+			v->s[i].v[0] += c->allocs;
+			v->s[i].v[1] += c->alloc_bytes;
+			v->s[i].v[2] += (double)c->allocs - (double)c->frees;
+			v->s[i].v[3] += (double)c->alloc_bytes - (double)c->free_bytes;
+		}
+	}
+}
+
 int kpp_view__take(struct kpp_view *v, const struct kpp_agg *a, int type,
 		   kpp_pid_filter filter, void *ctx)
 {
 	size_t nb = kpp_agg__nr_buckets(a);
 	struct timespec ts;
+	bool clear = true;
 
 	memset(v, 0, sizeof(*v));
 	v->type = type;
@@ -57,12 +81,15 @@ int kpp_view__take(struct kpp_view *v, const struct kpp_agg *a, int type,
 			s->v[1] = c->alloc_bytes;
 			s->v[2] = (double)c->allocs - (double)c->frees;
 			s->v[3] = (double)c->alloc_bytes - (double)c->free_bytes;
+			clear &= !c->allocs && !c->frees;
 		} else {
 			s->v[0] = b->cont.count;
 			s->v[1] = b->cont.delay;
 			s->v[2] = s->v[3] = 0;
 		}
 	}
+	if (type == KPP_HEAP && clear)
+		add_pending(v, a);
 	return 0;
 }
 
