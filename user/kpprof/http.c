@@ -82,7 +82,11 @@ int kpp_http__read(int fd, struct kpp_http_req *r)
 
 	memset(r, 0, sizeof(*r));
 	r->query = "";
+	struct timeval wtv = { .tv_sec = 60 };
+
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* A client that stops reading must not hold a thread for ever. */
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wtv, sizeof(wtv));
 	while (len < sizeof(r->buf) - 1) {
 		ssize_t n = read(fd, r->buf + len, sizeof(r->buf) - 1 - len);
 

@@ -24,8 +24,9 @@ struct kpp_http_req {
 };
 
 /*
- * kpp_http__read - read one request from @fd (5 s per read).  0, or the
- * status to answer (400 malformed, 413 body too large).
+ * kpp_http__read - read one request from @fd (5 s per read; a reply may
+ * then take 60 s per write).  0, or the status to answer (400 malformed,
+ * 413 body too large).
  */
 int kpp_http__read(int fd, struct kpp_http_req *r);
 void kpp_http__release(struct kpp_http_req *r);
