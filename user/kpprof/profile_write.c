@@ -220,13 +220,14 @@ static void mapping_flags(struct writer *w)
 
 /*
  * main_map - the process's main executable: its first mapping still in
- * place (the shim announces the program first, dl_iterate_phdr's order;
- * /proc/PID/maps lists it first too, below the libraries).
+ * place, whatever its path says (the shim announces the program first,
+ * dl_iterate_phdr's order; /proc/PID/maps lists it first too, below the
+ * libraries).  Only pseudo-objects such as [vdso] are skipped.
  */
 static const struct kpp_map *main_map(const struct kpp_proc *p)
 {
 	for (size_t i = 0; p && i < p->nr_maps; i++)
-		if (!p->maps[i].unmapped && p->maps[i].path[0] == '/')
+		if (!p->maps[i].unmapped && p->maps[i].path[0] != '[')
 			return &p->maps[i];
 	return NULL;
 }

@@ -24,7 +24,7 @@
  * gets its own thread, so a ?seconds=30 waits beside other scrapes, not in
  * front of them.  The session (ring, aggregation, symbolizer) is not
  * thread-safe: whoever touches it holds srv.lock, and nobody holds it
- * while waiting out a delta window.  At most SERVE_MAX_REQUESTS requests
+ * while waiting, for a delta window or for a cycle to end (settle).  At most SERVE_MAX_REQUESTS requests
  * are served at once; more get 503.  Listens on loopback by default:
  * profiles reveal code addresses of every process.
  */
@@ -121,6 +121,48 @@ static bool wait_window(uint64_t seconds)
 		clock_gettime(CLOCK_MONOTONIC, &now);
 	} while (!stop && (uint64_t)(now.tv_sec - t0.tv_sec) < seconds);
 	return !stop;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/*
+ * settle - kpp_session__settle without holding the lock while waiting:
+ * end the cycle, then read the ring in short turns until the kernel's
+ * cycle record proves it complete (at most 5 s), so other requests go on.
+ */
+static void settle(struct server *srv)
+{
+	struct kpp_session *s = &srv->s;
+	struct timespec nap = { 0, 20 * 1000000L };
+	int64_t deadline = now_ms() + 5000;
+
+	while (!stop && now_ms() < deadline) {
+		uint64_t target;
+		bool done = false;
+		int err;
+
+		pthread_mutex_lock(&srv->lock);
+		err = kpprof_dev__advance_cycle(s->fd, &target);
+		pthread_mutex_unlock(&srv->lock);
+		if (err)
+			return;
+		/* Ask again after a second: the cycle record may have been dropped. */
+		for (int i = 0; i < 50 && !done && now_ms() < deadline; i++) {
+			nanosleep(&nap, NULL);
+			pthread_mutex_lock(&srv->lock);
+			kpp_ring__consume(s->ring);
+			done = kpp_agg__first_incomplete(s->agg) >= target;
+			pthread_mutex_unlock(&srv->lock);
+		}
+		if (done)
+			return;
+	}
 }
 
 struct profile_req {
@@ -234,14 +276,14 @@ static void serve_profile(struct server *srv, int fd, const struct kpp_http_req 
 	pthread_mutex_lock(&srv->lock);
 	if (q->pid)
 		known = kpp_agg__proc(s->agg, q->pid) != NULL;
-	if (known && q->gc)
-		kpp_session__settle(s, 5000);
-	if (known && q->seconds) {
-		if (q->type == KPP_HEAP && !q->gc)
-			kpp_session__settle(s, 5000);
-		err = kpp_view__take(&old, s->agg, q->type, q->pid ? pid_is : NULL, &pid32);
-	}
 	pthread_mutex_unlock(&srv->lock);
+	if (known && (q->gc || (q->seconds && q->type == KPP_HEAP)))
+		settle(srv);
+	if (known && q->seconds) {
+		pthread_mutex_lock(&srv->lock);
+		err = kpp_view__take(&old, s->agg, q->type, q->pid ? pid_is : NULL, &pid32);
+		pthread_mutex_unlock(&srv->lock);
+	}
 	if (!known) {
 		snprintf(out.msg, sizeof(out.msg),
 			 "no profile for pid %llu: it has not run with libkpprof.so since this server started",
@@ -259,9 +301,9 @@ static void serve_profile(struct server *srv, int fd, const struct kpp_http_req 
 		kpp_http__error(fd, r, 503, "the server is shutting down");
 		return;
 	}
-	pthread_mutex_lock(&srv->lock);
 	if (q->seconds && q->type == KPP_HEAP)
-		kpp_session__settle(s, 5000);
+		settle(srv);
+	pthread_mutex_lock(&srv->lock);
 	build_profile(srv, q, q->seconds ? &old : NULL, &out);
 	pthread_mutex_unlock(&srv->lock);
 	if (q->seconds)
