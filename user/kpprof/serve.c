@@ -4,7 +4,7 @@
  * so `go tool pprof http://127.0.0.1:PORT/debug/pprof/heap` works.
  *
  *   /debug/pprof/{heap,allocs,mutex,block}
- *       ?pid=N      one process (default: all; samples carry pid/comm labels)
+ *       ?pid=N      one process (default: all; every sample has pid/comm labels)
  *       ?gc=1       end the cycle first, so the profile is up to date
  *       ?seconds=S  a delta profile over the next S seconds (1..3600)
  *       ?debug=1    Go's legacy text form instead of gzip'd protobuf
