@@ -88,22 +88,23 @@ else
 	tap_diag "addr '$a'" "$t" "$t2"
 	tap_fail "symbol POST"
 fi
-# Concurrent: a 6 s delta does not hold up another scrape.
-curl -s -o /dev/null "${url}block?seconds=6" &
+# Concurrent: a 15 s delta does not hold up another scrape.
+curl -s -o /dev/null "${url}block?seconds=15" &
 slow=$!
 sleep 0.5
 t0=$(date +%s%N)
 code=$(curl -s -o "$out/c.pb.gz" -w '%{http_code}' "${url}heap")
 if [ "$code" = 200 ] && kill -0 $slow 2>/dev/null; then
-	tap_ok "a scrape is answered while a ?seconds=6 delta waits ($(( ($(date +%s%N) - t0) / 1000000 )) ms)"
+	tap_ok "a scrape is answered while a ?seconds=15 delta waits ($(( ($(date +%s%N) - t0) / 1000000 )) ms)"
 else
 	tap_fail "scrape behind a delta: HTTP $code, delta still running: $(kill -0 $slow 2>/dev/null && echo yes || echo no)"
 fi
 wait $slow
-# Bounded: beyond 16 requests at once, 503 with a message.
+# Bounded: beyond 16 requests at once, 503 with a message (10 s windows, so
+# all 24 are in flight together even on a slow machine).
 cpids=()
 for i in $(seq 24); do
-	curl -s -o "$out/b$i.txt" -w '%{http_code}\n' "${url}mutex?seconds=3" >"$out/code$i" &
+	curl -s -o "$out/b$i.txt" -w '%{http_code}\n' "${url}mutex?seconds=10" >"$out/code$i" &
 	cpids+=($!)
 done
 wait "${cpids[@]}"
