@@ -54,7 +54,7 @@ const char *kpp_http__query(const char *q, const char *key, char *out, size_t le
 	char k[64];
 
 	while (q && *q) {
-		size_t n = strcspn(q, "&;"), kn = strcspn(q, "=&;");
+		size_t n = strcspn(q, "&"), kn = strcspn(q, "=&");
 
 		if (kn < n && decode(q, kn, k, sizeof(k)) && !strcmp(k, key))
 			return decode(q + kn + 1, n - kn - 1, out, len) ? out : NULL;
