@@ -16,7 +16,7 @@ file == 1 && $1 == "truth" {
 file == 2 && /^Samples:/ { sec = "s"; next }
 file == 2 && /^Locations/ { sec = "l"; next }
 file == 2 && /^Mappings/ { sec = "" }
-file == 2 && sec == "s" && /:/ {
+file == 2 && sec == "s" && /^ *[0-9]+( +[0-9]+)+:/ {
 	split($0, half, ":")
 	split(half[1], v, " ")
 	nsample++
