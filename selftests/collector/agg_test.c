@@ -62,8 +62,12 @@ TEST_F(agg, cycle_delay)
 	FEED(test_alloc(&self->b, 10, 1, 0x100, 64, 1, stack_a, 2));
 	FEED(test_alloc(&self->b, 10, 1, 0x200, 64, 1, stack_a, 2));
 	FEED(test_free(&self->b, 10, 1, 0x100, 64));
-	/* Cycle 1 is not complete: nothing published yet. */
-	EXPECT_EQ(0, col(self->a, KPP_HEAP, 0));
+	/*
+	 * Cycle 1 is not complete, and no cycle has completed yet: Go's
+	 * fallback reports the incomplete cycle rather than nothing.
+	 */
+	EXPECT_EQ(2, col(self->a, KPP_HEAP, 0));
+	EXPECT_EQ(1, col(self->a, KPP_HEAP, 2));
 	FEED(test_cycle(&self->b, 2));
 	/* Two allocations, one freed in the same cycle: one live. */
 	EXPECT_EQ(2, col(self->a, KPP_HEAP, 0));
@@ -72,11 +76,13 @@ TEST_F(agg, cycle_delay)
 	EXPECT_EQ(64, col(self->a, KPP_HEAP, 3));
 	/* A free in cycle 2 shows only once cycle 2 is complete. */
 	FEED(test_free(&self->b, 10, 2, 0x200, 64));
+	FEED(test_alloc(&self->b, 10, 2, 0x400, 64, 1, stack_a, 2));
 	EXPECT_EQ(1, col(self->a, KPP_HEAP, 2));
+	EXPECT_EQ(2, col(self->a, KPP_HEAP, 0));
 	/* Any later record proves the cycle complete, cycle record or not. */
 	FEED(test_alloc(&self->b, 10, 5, 0x300, 32, 1, stack_b, 2));
-	EXPECT_EQ(0, col(self->a, KPP_HEAP, 2));
-	EXPECT_EQ(2, col(self->a, KPP_HEAP, 0));
+	EXPECT_EQ(1, col(self->a, KPP_HEAP, 2));
+	EXPECT_EQ(3, col(self->a, KPP_HEAP, 0));
 	EXPECT_EQ(5u, kpp_agg__first_incomplete(self->a));
 }
 
@@ -185,6 +191,110 @@ TEST(exited_processes_policy)
 	/* The survivors' live map still works after the renumbering. */
 	ASSERT_EQ(0, test_feed(d, a, &b, test_free(&b, 103, 1, 0x100, 8)));
 	EXPECT_EQ(0u, kpp_agg__stats(a)->unknown_frees);
+	kpp_agg__free(a);
+	kpp_decoder__free(d);
+	free(text);
+}
+
+/*
+ * A ?seconds= delta while processes are dropped (more than max_exited
+ * exit): buckets are renumbered, but the delta matches them by content
+ * (process, stack, size, rate), so it still works and is exact; and a
+ * reused pid is a new process, never subtracted from the old one's counts.
+ */
+TEST(delta_survives_dropped_processes)
+{
+	struct kpp_agg_limits lim = { .max_exited = 2 };
+	struct kpp_agg *a = kpp_agg__new(&lim);
+	char err[256], *text = test_format();
+	struct kpp_decoder *d = kpp_decoder__new(text, err, sizeof(err));
+	struct kpp_view old, v;
+	struct test_buf b;
+	double t[4] = { 0 };
+
+	ASSERT_NE(NULL, d);
+	for (uint32_t pid = 100; pid < 104; pid++) {
+		ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, pid, 1, KPPROF_COMM_START, "w", 1)));
+		ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, pid, 1, 0x100, 8, 1, stack_a, 2)));
+	}
+	ASSERT_EQ(0, test_feed(d, a, &b, test_cycle(&b, 2)));
+	ASSERT_EQ(0, kpp_view__take(&old, a, KPP_HEAP, NULL, NULL));
+	/* In the window: 100..102 exit (100 is dropped), 103 allocates twice more. */
+	for (uint32_t pid = 100; pid < 103; pid++)
+		ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, pid, 1, KPPROF_COMM_EXIT, "w", 2)));
+	ASSERT_EQ(NULL, kpp_agg__proc(a, 100));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 103, 2, 0x200, 8, 1, stack_a, 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 103, 2, 0x300, 8, 1, stack_a, 2)));
+	/* pid 100 comes back as a new process with the same stack. */
+	ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, 100, 1, KPPROF_COMM_START, "w2", 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 100, 2, 0x100, 8, 1, stack_a, 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_cycle(&b, 3)));
+	ASSERT_EQ(0, kpp_view__take(&v, a, KPP_HEAP, NULL, NULL));
+	ASSERT_EQ(0, kpp_view__subtract(&v, &old));
+	for (size_t i = 0; i < v.n; i++) {
+		for (int k = 0; k < 4; k++)
+			t[k] += v.s[i].v[k];
+		if (v.s[i].pid == 100)
+			EXPECT_EQ(1.0, v.s[i].v[0]);	/* the new process's own */
+		if (v.s[i].pid == 101 || v.s[i].pid == 102)
+			EXPECT_EQ(0.0, v.s[i].v[0]);
+		if (v.s[i].pid == 103)
+			EXPECT_EQ(2.0, v.s[i].v[0]);
+	}
+	/* Three allocations in the window, none freed. */
+	EXPECT_EQ(3.0, t[0]);
+	EXPECT_EQ(24.0, t[1]);
+	EXPECT_EQ(3.0, t[2]);
+	kpp_view__release(&v);
+	kpp_view__release(&old);
+	kpp_agg__free(a);
+	kpp_decoder__free(d);
+	free(text);
+}
+
+/*
+ * exec ends the image that sampled (finding 5): its live allocations do
+ * not stay in use under the new comm, whether the EXEC record arrived or
+ * only the new image's START did (the EXEC lost in a full ring).
+ */
+TEST(exec_ends_the_old_image)
+{
+	struct kpp_agg *a = kpp_agg__new(NULL);
+	char err[256], *text = test_format();
+	struct kpp_decoder *d = kpp_decoder__new(text, err, sizeof(err));
+	struct test_buf b;
+	struct kpp_view v;
+
+	ASSERT_NE(NULL, d);
+	ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, 10, 1, KPPROF_COMM_START, "old", 1)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_mmap(&b, 10, 0x1000, 0x2000, 0, "/old")));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 10, 1, 0x100, 1000, 1, stack_a, 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, 10, 1, KPPROF_COMM_EXEC, "old", 1)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, 10, 1, KPPROF_COMM_START, "new", 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 10, 2, 0x180, 8, 1, stack_b, 2)));
+	/* the new image execs again, and its EXEC record is lost */
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 10, 2, 0x200, 16, 1, stack_b, 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_cycle(&b, 3)));
+	EXPECT_EQ(24.0, col(a, KPP_HEAP, 3));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_comm(&b, 10, 1, KPPROF_COMM_START, "newer", 3)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_alloc(&b, 10, 3, 0x300, 4, 1, stack_a, 2)));
+	ASSERT_EQ(0, test_feed(d, a, &b, test_cycle(&b, 4)));
+	ASSERT_EQ(0, kpp_view__take(&v, a, KPP_HEAP, NULL, NULL));
+	/* Only the last image's allocation is in use (or counted at all). */
+	double inuse = 0;
+
+	for (size_t i = 0; i < v.n; i++)
+		inuse += v.s[i].v[3];
+	EXPECT_EQ(4.0, inuse);
+	kpp_view__release(&v);
+	ASSERT_NE(NULL, kpp_agg__proc(a, 10));
+	EXPECT_STREQ("newer", kpp_agg__proc(a, 10)->comm);
+	EXPECT_EQ(KPP_PROC_ALIVE, kpp_agg__proc(a, 10)->state);
+	/* The old image's mappings went with it. */
+	EXPECT_EQ(0u, kpp_agg__proc(a, 10)->nr_maps);
+	/* A FREE of the old image's address finds nothing to free. */
+	ASSERT_EQ(0, test_feed(d, a, &b, test_free(&b, 10, 4, 0x100, 1000)));
+	EXPECT_EQ(1u, kpp_agg__stats(a)->unknown_frees);
 	kpp_agg__free(a);
 	kpp_decoder__free(d);
 	free(text);

@@ -122,6 +122,26 @@ else
 	tap_fail "two processes: kpprof record failed"
 fi
 
+# 4b. exec ends an image (finding 5): 64 MiB kept by old_image_keeps, then
+# exec of seeds_heap 10 (20 MiB kept).  The process's heap holds only what
+# the new image allocated, under the new comm.
+d=$out/exec
+if $K record -o "$d" --mem-rate 65536 -- "$W/exec_after_alloc" "$W/seeds_heap" 10 2>"$out/log"; then
+	t=$(pp -sample_index=inuse_space -top "$d/heap.pb.gz")
+	r=$(pp -raw "$d/heap.pb.gz")
+	total=$(sed -nE 's/.* of ([0-9.]+)MB total.*/\1/p' <<<"$t")
+	if ! grep -q old_image_keeps <<<"$t" && grep -q func1 <<<"$t" && within 16 24 "$total" &&
+	   ! grep -q 'comm:\[exec_after_allo' <<<"$r"; then
+		tap_ok "exec: the old image's heap is not in use after it (total ${total}MB, truth 20MB)"
+	else
+		tap_diag "$t"
+		tap_fail "exec: old image still in use (total '$total'MB, truth 20MB)"
+	fi
+else
+	tap_diag "$(cat "$out/log")"
+	tap_fail "exec: kpprof record failed"
+fi
+
 # Every profile this test wrote, read by the independent reader.
 bad=0 n=0
 while IFS= read -r p; do

@@ -96,6 +96,11 @@ elif run chroot chroot "$root" /app/sites 20000; then
 	else
 		tap_fail "chroot'ed /app/sites: its functions are not named"
 	fi
+	# pprof takes mapping 0 for the main binary: the program, not chroot(1)
+	# that exec'ed it nor a library.
+	m0=$(pp -raw "$out/chroot/heap.pb.gz" | awk '/^Mappings/ { getline; print $3; exit }')
+	[ "$m0" = /app/sites ] && tap_ok "chroot'ed /app/sites is mapping 0 (the main binary)" ||
+		tap_fail "chroot: mapping 0 is '$m0', not /app/sites"
 else
 	tap_fail "chroot: record failed"
 fi

@@ -281,11 +281,110 @@ TEST_F(pp, legacy_text_read_by_pprof)
 	kpp_view__release(&v);
 	snprintf(cmd, sizeof(cmd), "head -2 %s", path);
 	run(cmd, out, sizeof(out));
-	EXPECT_EQ(0, strncmp(out, "heap profile: 10: 40960 [10: 40960] @ heap/2", 44)) TH_LOG("%s", out);
+	/* Go's allocBytes++: equal in-use and alloc bytes would read as two columns. */
+	EXPECT_EQ(0, strncmp(out, "heap profile: 10: 40960 [10: 40961] @ heap/2", 44)) TH_LOG("%s", out);
 	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -raw %s 2>&1", go_env(), path);
 	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
-	EXPECT_NE(NULL, strstr(out, "space/bytes")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes"))
+		TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "10      40960")) TH_LOG("%s", out);
+}
+
+/* Total of `go tool pprof -top` ("... of 1.23MB total"), in bytes. */
+static double top_total(const char *top)
+{
+	const char *p = strstr(top, "% of ");
+	double v;
+	char unit[8] = "";
+
+	if (!p || sscanf(p + 5, "%lf%7[a-zA-Z]", &v, unit) < 1)
+		return -1;
+	if (!strcmp(unit, "kB"))
+		v *= 1024;
+	else if (!strcmp(unit, "MB"))
+		v *= 1024 * 1024;
+	return v;
+}
+
+/*
+ * Legacy text has one rate (the header's) and pprof unbiases every record
+ * with it; buckets sampled at another rate must still read back as their
+ * own unbiased figures, the same as the protobuf says (finding 11).
+ */
+TEST_F(pp, legacy_text_buckets_of_two_rates)
+{
+	uint64_t s1[2] = { (uintptr_t)seed_func1 + 4, (uintptr_t)seed_main_loop + 4 };
+	uint64_t s2[3] = { (uintptr_t)seed_func2 + 4, (uintptr_t)seed_func1 + 4,
+			   (uintptr_t)seed_main_loop + 4 };
+	char cmd[1024], out[8192], path[300];
+	double pb, txt;
+	struct kpp_view v;
+	FILE *f;
+
+	/* func1: every allocation (rate 1); then func2 sampled at 8 KiB. */
+	for (int i = 0; i < 100; i++)
+		ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+				       test_alloc(&self->b, getpid(), 1, 0x100 + 16 * i, 4096, 1, s1, 2)));
+	for (int i = 0; i < 100; i++)
+		ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+				       test_alloc(&self->b, getpid(), 1, 0x9100 + 16 * i, 4096, 8192, s2, 3)));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b, test_cycle(&self->b, 2)));
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_HEAP, NULL, NULL));
+	snprintf(path, sizeof(path), "%s/heap.txt", dir);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, kpp_profile__write_legacy(f, &v, self->a, self->sym));
+	fclose(f);
+	ASSERT_EQ(0, kpp_profile__write_file(self->path, &v, self->a, self->sym, NULL));
+	kpp_view__release(&v);
+	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -sample_index=alloc_space -top %s 2>&1",
+		 go_env(), self->path);
+	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	pb = top_total(out);
+	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -sample_index=alloc_space -top %s 2>&1",
+		 go_env(), path);
+	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	txt = top_total(out);
+	/* 409600 exact + 409600 / (1 - e^-0.5) = 1450403 bytes. */
+	EXPECT_LT(0.98 * pb, txt) TH_LOG("protobuf %.0f, text %.0f\n%s", pb, txt, out);
+	EXPECT_GT(1.02 * pb, txt) TH_LOG("protobuf %.0f, text %.0f\n%s", pb, txt, out);
+}
+
+/*
+ * Every sample carries pid and comm, one process or many (finding 11);
+ * mapping[0] is the main executable (pprof's main binary), even when the
+ * first location lies in a library and the program's path exists only
+ * inside its chroot (item 5).
+ */
+TEST_F(pp, labels_always_and_main_binary_first)
+{
+	uint64_t st[2] = { 0x7f0000001234ULL, 0x401234ULL };
+	struct kpp_write_opts o = { 0 };
+	struct kpp_view v;
+	char cmd[1024], out[16384];
+	const char *maps;
+
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_comm(&self->b, 4242, 1, KPPROF_COMM_START, "sites", 1)));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_mmap(&self->b, 4242, 0x401000, 0x402000, 0x1000, "/app/sites")));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_mmap(&self->b, 4242, 0x7f0000001000ULL, 0x7f0000100000ULL, 0x1000,
+					 "/lib/x86_64-linux-gnu/libc.so.6")));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_alloc(&self->b, 4242, 1, 0x10000, 4096, 1, st, 2)));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b, test_cycle(&self->b, 2)));
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_HEAP, NULL, NULL));
+	ASSERT_EQ(0, kpp_profile__write_file(self->path, &v, self->a, self->sym, &o));
+	kpp_view__release(&v);
+	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -raw %s 2>&1", go_env(), self->path);
+	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "pid:[4242]")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "comm:[sites]")) TH_LOG("%s", out);
+	maps = strstr(out, "Mappings\n");
+	ASSERT_NE(NULL, maps) TH_LOG("%s", out);
+	maps += strlen("Mappings\n");
+	EXPECT_EQ(0, strncmp(maps, "1: 0x401000/0x402000/0x1000 /app/sites", 38)) TH_LOG("%s", maps);
 }
 
 TEST_F(pp, kpprof_top_reads_it)

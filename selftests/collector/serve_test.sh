@@ -47,6 +47,106 @@ grep -q '^HTTP/1.0 400' <<<"$h" && grep -qi '^X-Go-Pprof: 1' <<<"$h" &&
 t=$(curl -s -o "$out/d.pb.gz" -w '%{http_code}' "${url}heap?seconds=1")
 [ "$t" = 200 ] && go tool pprof -symbolize=none -raw "$out/d.pb.gz" >/dev/null 2>&1 &&
 	tap_ok "seconds=1 delta profile" || tap_fail "seconds=1 delta: HTTP $t"
+# --- net/http/pprof's behaviour (finding 10) ---
+hostport=${url#http://}; hostport=${hostport%%/*}
+port=${hostport##*:}
+# Profiles come as attachments named as Go names them.
+h=$(curl -s -D - -o /dev/null "${url}heap")
+grep -qi '^Content-Disposition: attachment; filename="heap"' <<<"$h" &&
+	tap_ok "Content-Disposition: attachment; filename=\"heap\"" || { tap_diag "$h"; tap_fail "no Content-Disposition"; }
+# debug=1 with seconds: 400 as Go ("seconds and debug params are incompatible").
+code=$(curl -s -o "$out/e.txt" -w '%{http_code}' "${url}heap?seconds=1&debug=1")
+[ "$code" = 400 ] && grep -q incompatible "$out/e.txt" && tap_ok "seconds with debug=1: 400" ||
+	tap_fail "seconds with debug=1: HTTP $code $(cat "$out/e.txt")"
+# HEAD: the headers, no body.
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+printf 'HEAD /debug/pprof/heap?pid=%s HTTP/1.0\r\n\r\n' "$wl" >&3
+cat <&3 >"$out/head.txt"
+exec 3<&-
+hl=$(grep -c '' "$out/head.txt")
+if grep -q '^HTTP/1.0 200' "$out/head.txt" && grep -qE '^Content-Length: [1-9]' "$out/head.txt" &&
+   [ "$(tail -c 4 "$out/head.txt" | od -An -c | tr -d ' ')" = '\r\n\r\n' ]; then
+	tap_ok "HEAD: headers only ($hl lines)"
+else
+	tap_diag "$(head -c 400 "$out/head.txt" | od -c | head -20)"
+	tap_fail "HEAD answered with a body or without headers"
+fi
+# Query values are %-decoded: pid=%31%32... is pid=12..., debug=%31 is 1.
+enc=$(sed 's/\(.\)/%3\1/g' <<<"$wl")
+t=$(curl -s -w '\n%{http_code}' "${url}heap?pid=$enc&debug=%31")
+[ "$(tail -n1 <<<"$t")" = 200 ] && grep -q '^heap profile:' <<<"$t" && tap_ok "query values %-decoded" ||
+	{ tap_diag "$t"; tap_fail "query values not %-decoded"; }
+# /debug/pprof/symbol, Go's protocol.
+t=$(curl -s "${url}symbol")
+[ "$t" = "num_symbols: 1" ] && tap_ok "symbol: GET answers num_symbols: 1" || tap_fail "symbol GET: '$t'"
+a=$(curl -s "${url}heap?debug=1&pid=$wl" | awk '$3 == "func1" { print $2; exit }')
+t=$(curl -s --data-binary "$a+0x1" "${url}symbol?pid=$wl")
+t2=$(curl -s --data-binary "$a" "${url}symbol")
+if [ -n "$a" ] && grep -qx "$a func1" <<<"$t" && grep -qx "$a func1" <<<"$t2" && [ "$(grep -c '' <<<"$t")" = 2 ]; then
+	tap_ok "symbol: POST $a -> func1 (with pid= and without)"
+else
+	tap_diag "addr '$a'" "$t" "$t2"
+	tap_fail "symbol POST"
+fi
+# Concurrent: a 15 s delta does not hold up another scrape.
+curl -s -o /dev/null "${url}block?seconds=15" &
+slow=$!
+sleep 0.5
+t0=$(date +%s%N)
+code=$(curl -s -o "$out/c.pb.gz" -w '%{http_code}' "${url}heap")
+if [ "$code" = 200 ] && kill -0 $slow 2>/dev/null; then
+	tap_ok "a scrape is answered while a ?seconds=15 delta waits ($(( ($(date +%s%N) - t0) / 1000000 )) ms)"
+else
+	tap_fail "scrape behind a delta: HTTP $code, delta still running: $(kill -0 $slow 2>/dev/null && echo yes || echo no)"
+fi
+wait $slow
+# Bounded: beyond 16 requests at once, 503 with a message (10 s windows, so
+# all 24 are in flight together even on a slow machine).
+cpids=()
+for i in $(seq 24); do
+	curl -s -o "$out/b$i.txt" -w '%{http_code}\n' "${url}mutex?seconds=10" >"$out/code$i" &
+	cpids+=($!)
+done
+wait "${cpids[@]}"
+n503=$(cat "$out"/code* | grep -c 503) n200=$(cat "$out"/code* | grep -c 200)
+if [ "$n503" -ge 1 ] && [ "$n200" -ge 1 ] && [ $((n503 + n200)) = 24 ] && grep -qs 'too many' "$out"/b*.txt; then
+	tap_ok "24 deltas at once: $n200 served, $n503 answered 503"
+else
+	tap_diag "$(cat "$out"/code* | sort | uniq -c)"
+	tap_fail "bound: $n200 x 200, $n503 x 503"
+fi
+# A delta window in which more than 64 processes exit (the keep-64 policy
+# drops the oldest, renumbering buckets): still 200, with their allocations.
+curl -s -o "$out/drop.pb.gz" -w '%{http_code}' "${url}allocs?seconds=20" >"$out/drop.code" &
+dl=$!
+sleep 1
+for b in $(seq 8); do
+	wpids=()
+	for i in $(seq 10); do
+		LD_PRELOAD=$top/user/shim/libkpprof.so "$W/seeds_heap" 1 &
+		wpids+=($!)
+	done
+	wait "${wpids[@]}"
+done
+wait $dl
+code=$(cat "$out/drop.code")
+r=$(go tool pprof -symbolize=none -raw "$out/drop.pb.gz" 2>&1)
+np=$(grep -oE 'pid:\[[0-9]+\]' <<<"$r" | sort -u | wc -l)
+# each seeds_heap 1 allocates 2 MiB: the delta holds 2 MiB per process in it
+mb=$(go tool pprof -symbolize=none -sample_index=alloc_space -top "$out/drop.pb.gz" 2>&1 |
+     sed -nE 's/.* of ([0-9.]+)MB total.*/\1/p')
+if [ "$code" = 200 ] && [ "$np" -ge 50 ] && awk -v m="${mb:-0}" -v n="$np" 'BEGIN { exit !(m >= 1.9 * n && m <= 2.2 * n) }'; then
+	tap_ok "delta while 80 processes exit: 200, $np processes in it, ${mb}MB (truth $((2 * np))MB)"
+else
+	tap_diag "$(head -c 300 "$out/drop.pb.gz")"
+	tap_fail "delta while processes are dropped: HTTP $code, $np processes, '${mb:-}'MB"
+fi
+# Every profile this test wrote, read by the independent reader.
+bad=0
+for p in "$out"/*.pb.gz; do
+	go tool pprof -symbolize=none -raw "$p" >/dev/null 2>&1 || { bad=1; tap_diag "unreadable: $p"; }
+done
+[ $bad = 0 ] && tap_ok "every profile written is read by go tool pprof -raw" || tap_fail "unreadable profiles"
 kill -TERM $srv
 wait $srv
 rc=$?

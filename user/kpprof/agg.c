@@ -71,6 +71,7 @@ struct kpp_agg {
 	struct kpp_agg_stats st;
 	uint64_t generation;
 	uint64_t exit_seq;
+	uint64_t proc_serial;
 
 	struct kpp_bucket *buckets;
 	size_t nr_buckets, cap_buckets;
@@ -410,6 +411,7 @@ static struct kpp_proc *get_proc(struct kpp_agg *a, uint32_t pid)
 	if (!p)
 		return NULL;
 	p->pid = pid;
+	p->serial = ++a->proc_serial;
 	p->hnext = a->procs[pid % PROC_HASH];
 	a->procs[pid % PROC_HASH] = p;
 	a->st.nr_procs = ++a->nr_procs;
@@ -771,13 +773,30 @@ static int add_contention(struct kpp_agg *a, const struct kpp_rec *r)
 	return 0;
 }
 
+/*
+ * An image ends at exec: the process goes on under its pid with other code
+ * and other memory.  The old image is dropped as a process is (its buckets,
+ * live allocations and mappings; drop_proc), so its allocations never stay
+ * in use under the new comm and its addresses never resolve in the new
+ * image's mappings.  The shim says so with COMM EXEC just before the exec;
+ * if that record was lost, the new image's START for a pid already named
+ * says it too.  (Go: a process that is gone has no profile.)
+ */
+static bool ends_image(const struct kpp_proc *p, uint32_t reason)
+{
+	if (p->state == KPP_PROC_EXITED)	/* pid reused: a new process */
+		return reason != KPPROF_COMM_EXIT;
+	return reason == KPPROF_COMM_EXEC || (reason == KPPROF_COMM_START && p->named);
+}
+
 static int add_comm(struct kpp_agg *a, const struct kpp_rec *r)
 {
 	struct kpp_proc *p = kpp_agg__proc(a, r->tgid);
 
-	/* A pid seen exiting and now starting again was reused: new process. */
-	if (p && p->state == KPP_PROC_EXITED && r->comm.reason != KPPROF_COMM_EXIT) {
+	if (p && ends_image(p, r->comm.reason)) {
 		drop_proc(a, p);
+		a->st.procs_dropped--;	/* counted as an image ended, not lost */
+		a->st.images_ended++;
 		p = NULL;
 	}
 	if (!p)
@@ -786,8 +805,11 @@ static int add_comm(struct kpp_agg *a, const struct kpp_rec *r)
 		return -ENOMEM;
 	if (r->comm.comm[0])
 		memcpy(p->comm, r->comm.comm, sizeof(p->comm));
-	if (r->comm.reason != KPPROF_COMM_EXIT && r->comm.ppid)
-		p->ppid = r->comm.ppid;
+	if (r->comm.reason != KPPROF_COMM_EXIT) {
+		p->named = true;
+		if (r->comm.ppid)
+			p->ppid = r->comm.ppid;
+	}
 	if (r->comm.reason == KPPROF_COMM_EXIT && p->state != KPP_PROC_EXITED) {
 		p->state = KPP_PROC_EXITED;
 		p->exit_seq = ++a->exit_seq;

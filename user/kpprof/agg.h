@@ -66,10 +66,13 @@ enum kpp_proc_state { KPP_PROC_ALIVE, KPP_PROC_EXITED };
 
 struct kpp_proc {
 	uint32_t pid, ppid;
+	/* Unique per process seen (a reused pid gets a new one): delta key. */
+	uint64_t serial;
 	char comm[KPPROF_COMM_LEN + 1];
 	enum kpp_proc_state state;
 	uint64_t exit_seq;	/* order of exit, for the keep-N policy */
 	bool maps_from_proc;	/* maps were read from /proc, not records */
+	bool named;		/* a START/FORK/EXEC record named this image */
 	bool seccomp_stopped;	/* KPPROF_NOTE_SECCOMP: its shim went quiet */
 	uint64_t seccomp_unsent;	/* the note's value: events not sent by then */
 	size_t nr_maps, cap_maps;
@@ -97,6 +100,7 @@ struct kpp_agg_stats {
 	uint64_t over_stacks;		/* records lost to max_stacks */
 	uint64_t over_live;		/* allocations not remembered (max_live) */
 	uint64_t procs_dropped;		/* exited processes dropped (max_exited) */
+	uint64_t images_ended;		/* exec or pid reuse: the old image dropped */
 	uint64_t bad_records;		/* decoder refused (counted by caller) */
 	uint64_t cycles_folded;
 	uint64_t first_incomplete;	/* every cycle below it is complete */

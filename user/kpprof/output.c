@@ -61,20 +61,24 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 {
 	const struct kpp_agg_stats *a = kpp_agg__stats(s->agg);
 	struct kpprof_stats st = { 0 };
+	uint64_t d[KPPROF_DROP_REASONS];
 
 	kpprof_dev__stats(s->fd, &st);
+	/* Only what was dropped while this session listened. */
+	for (int i = 0; i < KPPROF_DROP_REASONS; i++)
+		d[i] = st.dropped[i] >= s->base.dropped[i] ? st.dropped[i] - s->base.dropped[i] : 0;
 	snprintf(buf, len,
 		 "kpprof: ring drops %llu (full) %llu (disabled) %llu (share), bad records %llu, "
 		 "over caps: buckets %llu stacks %llu live %llu, unknown frees %llu, "
 		 "processes dropped %llu",
-		 (unsigned long long)st.dropped[KPPROF_DROP_RING_FULL],
-		 (unsigned long long)st.dropped[KPPROF_DROP_DISABLED],
-		 (unsigned long long)st.dropped[KPPROF_DROP_SHARE],
+		 (unsigned long long)d[KPPROF_DROP_RING_FULL],
+		 (unsigned long long)d[KPPROF_DROP_DISABLED],
+		 (unsigned long long)d[KPPROF_DROP_SHARE],
 		 (unsigned long long)a->bad_records, (unsigned long long)a->over_buckets,
 		 (unsigned long long)a->over_stacks, (unsigned long long)a->over_live,
 		 (unsigned long long)a->unknown_frees, (unsigned long long)a->procs_dropped);
 	/* Unknown frees are normal (allocations sampled before we attached). */
-	return st.dropped[KPPROF_DROP_RING_FULL] || st.dropped[KPPROF_DROP_SHARE] ||
+	return d[KPPROF_DROP_RING_FULL] || d[KPPROF_DROP_SHARE] ||
 	       a->bad_records || a->over_buckets ||
 	       a->over_stacks || a->over_live;
 }

@@ -11,7 +11,7 @@ int kpp_output__dir(struct kpp_session *s, const char *dir, kpp_pid_filter filte
 		    void *ctx, bool quiet);
 /* mkdir -p for one level, with a clear message; 0 or 1. */
 int kpp_output__mkdir(const char *verb, const char *dir);
-/* The collector's losses, for a warning; true if any record was lost. */
+/* The collector's losses since the session opened, for a warning; true if any. */
 bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len);
 /* A profile's comment: the losses, then the processes whose shim stopped
  * under seccomp (kpp_output__quiet_procs). */

@@ -12,8 +12,10 @@
  *   mutex    contentions/count, period 1; values already unbiased.
  *
  * Locations are per (process, address): two processes may map different
- * code at one address.  Mappings are per process.  When a profile holds
- * several processes each sample carries "pid" and "comm" labels.
+ * code at one address.  Mappings are per process; the first is the main
+ * executable of the first sample's process (pprof takes mapping[0] for
+ * the main binary).  Every sample carries "pid" and "comm" labels, one
+ * process or many, so they do not come and go between scrapes.
  *
  * As Go writes them: Location.address is the return address minus one for
  * every frame but the leaf (re-symbolizers then look up the call, not the
@@ -216,17 +218,22 @@ static void mapping_flags(struct writer *w)
 	}
 }
 
-static bool several_pids(const struct kpp_view *v)
+/*
+ * main_map - the process's main executable: its first mapping still in
+ * place, whatever its path says (the shim announces the program first,
+ * dl_iterate_phdr's order; /proc/PID/maps lists it first too, below the
+ * libraries).  Only pseudo-objects such as [vdso] are skipped.
+ */
+static const struct kpp_map *main_map(const struct kpp_proc *p)
 {
-	for (size_t i = 1; i < v->n; i++)
-		if (v->s[i].pid != v->s[0].pid)
-			return true;
-	return false;
+	for (size_t i = 0; p && i < p->nr_maps; i++)
+		if (!p->maps[i].unmapped && p->maps[i].path[0] != '[')
+			return &p->maps[i];
+	return NULL;
 }
 
 static int build(struct writer *w, const struct kpp_view *v, const struct kpp_write_opts *o)
 {
-	bool labels = several_pids(v);
 	uint64_t period = 0;
 	uint64_t locs[KPPROF_STACK_DEPTH_MAX];
 	int err = 0;
@@ -253,6 +260,13 @@ static int build(struct writer *w, const struct kpp_view *v, const struct kpp_wr
 	err |= pprof_builder__drop_frames(w->b, KPP_DROP_FRAMES);
 	if (err)
 		return -ENOMEM;
+	if (v->n) {
+		const struct kpp_proc *p = kpp_agg__proc(w->a, v->s[0].pid);
+		const struct kpp_map *m = main_map(p);
+
+		if (m && !mapping_id(w, p, m))
+			return -ENOMEM;
+	}
 
 	for (size_t i = 0; i < v->n; i++) {
 		const struct kpp_view_sample *s = &v->s[i];
@@ -278,12 +292,10 @@ static int build(struct writer *w, const struct kpp_view *v, const struct kpp_wr
 			if (!val[0] && !val[1])
 				continue;
 		}
-		if (labels) {
-			p = kpp_agg__proc(w->a, s->pid);
-			snprintf(comm, sizeof(comm), "%s", p && p->comm[0] ? p->comm : "?");
-			lab[nl++] = (struct pprof_label){ .key = "pid", .num = s->pid };
-			lab[nl++] = (struct pprof_label){ .key = "comm", .str = strdup(comm) };
-		}
+		p = kpp_agg__proc(w->a, s->pid);
+		snprintf(comm, sizeof(comm), "%s", p && p->comm[0] ? p->comm : "?");
+		lab[nl++] = (struct pprof_label){ .key = "pid", .num = s->pid };
+		lab[nl++] = (struct pprof_label){ .key = "comm", .str = comm };
 		for (unsigned int k = 0; k < n; k++) {
 			locs[k] = location_id(w, s->pid, pcs[k], k == 0);
 			if (!locs[k])
@@ -291,8 +303,6 @@ static int build(struct writer *w, const struct kpp_view *v, const struct kpp_wr
 		}
 		if (!err)
 			err = pprof_builder__sample(w->b, locs, n, val, lab, nl);
-		if (labels)
-			free((char *)lab[nl - 1].str);
 		if (err)
 			return err;
 	}
@@ -378,9 +388,37 @@ static void legacy_stack(FILE *f, const uint64_t *pcs, unsigned int n)
 }
 
 /*
- * Go's debug=1 forms: for the heap, raw sampled counts with the rate in
- * the header (readers unbias them); for block and mutex, "cycles" are
- * nanoseconds (cycles/second = 1e9) and counts are already unbiased.
+ * at_rate - @s's sampled heap counts re-expressed as if sampled at @rate:
+ * legacy text has one rate (the header's) and readers unbias every record
+ * with it, so a bucket sampled at another rate is written with the counts
+ * that unbias, at @rate, to its own unbiased figures (scaleHeapSample
+ * depends on the average size only, which this keeps).
+ */
+static void at_rate(const struct kpp_view_sample *s, uint64_t rate, int64_t out[4])
+{
+	for (int k = 0; k < 4; k += 2) {
+		int64_t c, b, c1, b1;
+
+		if (s->rate == rate) {
+			out[k] = (int64_t)s->v[k];
+			out[k + 1] = (int64_t)s->v[k + 1];
+			continue;
+		}
+		kpp_scale_heap(s->v[k], s->v[k + 1], s->rate, &c, &b);
+		/* The factor at @rate, from the same average size. */
+		kpp_scale_heap(1e6, 1e6 * (s->v[k] ? s->v[k + 1] / s->v[k] : 0), rate, &c1, &b1);
+		out[k] = c1 ? (int64_t)((double)c * 1e6 / (double)c1 + 0.5) : c;
+		out[k + 1] = c1 ? (int64_t)((double)b * 1e6 / (double)c1 + 0.5) : b;
+	}
+}
+
+/*
+ * Go's debug=1 forms: for the heap, sampled counts with the rate in the
+ * header (readers unbias them; see at_rate for buckets of another rate),
+ * and as Go, alloc bytes in the header bumped by one when they equal the
+ * in-use bytes (pprof would read the file as two columns otherwise); for
+ * block and mutex, "cycles" are nanoseconds (cycles/second = 1e9) and
+ * counts are already unbiased.
  */
 int kpp_profile__write_legacy(FILE *f, const struct kpp_view *v, const struct kpp_agg *a,
 			      struct kpp_symbolizer *sym)
@@ -389,13 +427,18 @@ int kpp_profile__write_legacy(FILE *f, const struct kpp_view *v, const struct kp
 	uint64_t rate = 0;
 
 	if (v->type == KPP_HEAP) {
-		double t[4] = { 0 };
+		int64_t t[4] = { 0 }, c[4];
 
-		for (size_t i = 0; i < v->n; i++) {
-			for (int k = 0; k < 4; k++)
-				t[k] += v->s[i].v[k];
+		/* The rate in force most recently: the newest bucket's. */
+		for (size_t i = 0; i < v->n; i++)
 			rate = v->s[i].rate;
+		for (size_t i = 0; i < v->n; i++) {
+			at_rate(&v->s[i], rate, c);
+			for (int k = 0; k < 4; k++)
+				t[k] += c[k];
 		}
+		if (t[3] == t[1])
+			t[1]++;
 		fprintf(f, "heap profile: %lld: %lld [%lld: %lld] @ heap/%llu\n",
 			(long long)t[2], (long long)t[3], (long long)t[0], (long long)t[1],
 			(unsigned long long)(2 * rate));
@@ -409,10 +452,13 @@ int kpp_profile__write_legacy(FILE *f, const struct kpp_view *v, const struct kp
 		const uint64_t *pcs = kpp_agg__stack(a, s->stack, &n);
 
 		if (v->type == KPP_HEAP) {
+			int64_t c[4];
+
 			if (!s->v[0] && !s->v[2])
 				continue;
-			fprintf(f, "%lld: %lld [%lld: %lld]", (long long)s->v[2], (long long)s->v[3],
-				(long long)s->v[0], (long long)s->v[1]);
+			at_rate(s, rate, c);
+			fprintf(f, "%lld: %lld [%lld: %lld]", (long long)c[2], (long long)c[3],
+				(long long)c[0], (long long)c[1]);
 		} else {
 			if (s->v[0] < 0.5 && s->v[1] < 0.5)
 				continue;

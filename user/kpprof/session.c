@@ -124,6 +124,7 @@ int kpp_session__open(struct kpp_session *s, const struct kpp_agg_limits *lim)
 		fprintf(stderr, "kpprof: cannot attach to the ring: %s\n", kpprof_dev__explain(-errno));
 		goto fail;
 	}
+	kpprof_dev__stats(s->fd, &s->base);
 	return 0;
 fail:
 	kpp_session__close(s);

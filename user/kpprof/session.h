@@ -28,6 +28,12 @@ struct kpp_session {
 	uint32_t root;
 	uint64_t skipped;	/* records of other processes (only_root) */
 	int ring_error;		/* first error reading the ring, reported once */
+	/*
+	 * The kernel's counters when this session attached: they count over
+	 * the module's lifetime, and only drops since then undercount our
+	 * profiles (an old drop must not warn forever).
+	 */
+	struct kpprof_stats base;
 };
 
 /* kpp_session__open - 0, or 1 after printing why not. */

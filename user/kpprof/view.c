@@ -14,15 +14,38 @@ void kpp_view__release(struct kpp_view *v)
 	memset(v, 0, sizeof(*v));
 }
 
+/*
+ * Go's fallback (memProfileInternal): when no bucket of the view has data
+ * from a complete cycle (no cycle has completed since these processes
+ * started), report the cycles not yet complete rather than nothing.
+ * Unlike Go this does not fold them for good: the next view, once a cycle
+ * is complete, is Go's usual one.
+ */
+static void add_pending(struct kpp_view *v, const struct kpp_agg *a)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		const struct kpp_bucket *b = kpp_agg__bucket(a, v->s[i].bucket);
+
+		for (int k = 0; k < 3; k++) {
+			const struct kpp_heap_counts *c = &b->heap.future[k];
+
+			v->s[i].v[0] += c->allocs;
+			v->s[i].v[1] += c->alloc_bytes;
+			v->s[i].v[2] += (double)c->allocs - (double)c->frees;
+			v->s[i].v[3] += (double)c->alloc_bytes - (double)c->free_bytes;
+		}
+	}
+}
+
 int kpp_view__take(struct kpp_view *v, const struct kpp_agg *a, int type,
 		   kpp_pid_filter filter, void *ctx)
 {
 	size_t nb = kpp_agg__nr_buckets(a);
 	struct timespec ts;
+	bool clear = true;
 
 	memset(v, 0, sizeof(*v));
 	v->type = type;
-	v->generation = kpp_agg__generation(a);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	v->time_ns = ts.tv_sec * 1000000000LL + ts.tv_nsec;
 	for (size_t i = 0; i < nb; i++) {
@@ -43,8 +66,11 @@ int kpp_view__take(struct kpp_view *v, const struct kpp_agg *a, int type,
 			v->cap = cap;
 		}
 		s = &v->s[v->n++];
+		const struct kpp_proc *p = kpp_agg__proc(a, b->pid);
+
 		s->bucket = i;
 		s->pid = b->pid;
+		s->proc = p ? p->serial : 0;
 		s->stack = b->stack;
 		s->size = b->size;
 		s->rate = b->rate;
@@ -55,29 +81,63 @@ int kpp_view__take(struct kpp_view *v, const struct kpp_agg *a, int type,
 			s->v[1] = c->alloc_bytes;
 			s->v[2] = (double)c->allocs - (double)c->frees;
 			s->v[3] = (double)c->alloc_bytes - (double)c->free_bytes;
+			clear &= !c->allocs && !c->frees;
 		} else {
 			s->v[0] = b->cont.count;
 			s->v[1] = b->cont.delay;
 			s->v[2] = s->v[3] = 0;
 		}
 	}
+	if (type == KPP_HEAP && clear)
+		add_pending(v, a);
+	return 0;
+}
+
+static int sample_cmp(const void *x, const void *y)
+{
+	const struct kpp_view_sample *a = *(const struct kpp_view_sample * const *)x;
+	const struct kpp_view_sample *b = *(const struct kpp_view_sample * const *)y;
+
+	if (a->proc != b->proc)
+		return a->proc < b->proc ? -1 : 1;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (a->stack != b->stack)
+		return a->stack < b->stack ? -1 : 1;
+	if (a->size != b->size)
+		return a->size < b->size ? -1 : 1;
+	if (a->rate != b->rate)
+		return a->rate < b->rate ? -1 : 1;
 	return 0;
 }
 
 int kpp_view__subtract(struct kpp_view *v, const struct kpp_view *old)
 {
-	size_t j = 0;
+	const struct kpp_view_sample **idx;
 
-	if (v->generation != old->generation || v->type != old->type)
-		return -ESTALE;
-	/* Both are in bucket order, and buckets are only ever appended. */
+	if (v->type != old->type)
+		return -EINVAL;
+	if (!old->n)
+		return 0;
+	/*
+	 * Bucket indices change when a process is dropped, so match by the
+	 * bucket's key; stack ids are never reused, process serials neither.
+	 */
+	idx = malloc(old->n * sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < old->n; i++)
+		idx[i] = &old->s[i];
+	qsort(idx, old->n, sizeof(*idx), sample_cmp);
 	for (size_t i = 0; i < v->n; i++) {
-		while (j < old->n && old->s[j].bucket < v->s[i].bucket)
-			j++;
-		if (j < old->n && old->s[j].bucket == v->s[i].bucket)
+		const struct kpp_view_sample *key = &v->s[i], **hit;
+
+		hit = bsearch(&key, idx, old->n, sizeof(*idx), sample_cmp);
+		if (hit)
 			for (int k = 0; k < 4; k++)
-				v->s[i].v[k] -= old->s[j].v[k];
+				v->s[i].v[k] -= (*hit)->v[k];
 	}
+	free(idx);
 	return 0;
 }
 

@@ -22,12 +22,12 @@ struct kpp_view_sample {
 	uint32_t pid;
 	uint32_t stack;
 	uint64_t size, rate;
+	uint64_t proc;		/* kpp_proc.serial: which process, pid reuse apart */
 	double v[4];
 };
 
 struct kpp_view {
 	int type;		/* enum kpp_profile_type */
-	uint64_t generation;	/* kpp_agg__generation() when taken */
 	int64_t time_ns;	/* CLOCK_REALTIME when taken */
 	size_t n, cap;
 	struct kpp_view_sample *s;
@@ -40,7 +40,9 @@ int kpp_view__take(struct kpp_view *v, const struct kpp_agg *a, int type,
 		   kpp_pid_filter filter, void *ctx);
 /*
  * kpp_view__subtract - @v -= @old, bucket by bucket (for ?seconds=).
- * -ESTALE if buckets were renumbered in between (a process was dropped).
+ * Buckets are matched by what they are (process, stack, size, rate), not
+ * by index, so processes dropped in between (indices renumbered) do not
+ * matter.  0 or -ENOMEM.
  */
 int kpp_view__subtract(struct kpp_view *v, const struct kpp_view *old);
 void kpp_view__release(struct kpp_view *v);

@@ -65,6 +65,29 @@ static void samplers_dec(void)
 		atomic_store(&kpp.samplers, 0);
 }
 
+/*
+ * The signals a sampling path runs with blocked: every one that can come
+ * asynchronously.  A handler that forks (crash reporters, process
+ * supervisors do) must never find this thread inside dl_iterate_phdr():
+ * the child inherits the loader's lock owned by the parent's thread id, the
+ * interrupted walk's unlock then fails there (the owner is not the child's
+ * thread), and the child's next walk -- ours, libunwind's, a C++ throw --
+ * blocks for ever.  The synchronous ones (a fault in the sampling path
+ * itself) stay deliverable: blocked, they would kill the process.
+ */
+static sigset_t async_signals;
+
+static void async_signals_init(void)
+{
+	static const int sync_signals[] = {
+		SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT,
+	};
+
+	sigfillset(&async_signals);
+	for (size_t i = 0; i < sizeof(sync_signals) / sizeof(sync_signals[0]); i++)
+		sigdelset(&async_signals, sync_signals[i]);
+}
+
 bool kpp_sample_begin(struct kpp_thread *t)
 {
 	if (t->guard || atomic_load_explicit(&kpp.ready, memory_order_relaxed) != 1 ||
@@ -83,6 +106,7 @@ bool kpp_sample_begin(struct kpp_thread *t)
 		t->guard = 0;
 		return false;
 	}
+	pthread_sigmask(SIG_BLOCK, &async_signals, &t->saved_mask);
 	return true;
 }
 
@@ -91,6 +115,8 @@ void kpp_sample_end(struct kpp_thread *t)
 	samplers_dec();
 	errno = t->saved_errno;
 	t->guard = 0;
+	/* Last: a signal held back meanwhile finds the thread out of the path. */
+	pthread_sigmask(SIG_SETMASK, &t->saved_mask, NULL);
 }
 
 static void fork_prepare(void)
@@ -280,6 +306,7 @@ static void kpp_init(void)
 	int saved = errno;
 
 	kpp_resolve();
+	async_signals_init();
 	s = getenv("KPPROF_DEBUG");
 	kpp.debug = s && *s == '1';
 	s = getenv("KPPROF_UNWIND");

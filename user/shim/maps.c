@@ -125,7 +125,15 @@ static void object_path(const struct dl_phdr_info *info, char *out, size_t size)
 	if (!name || !*name) {
 		n = readlink("/proc/self/exe", out, size - 1);
 		out[n > 0 ? n : 0] = 0;
-		return;
+		if (n > 0)
+			return;
+		/*
+		 * No /proc (a chroot without it): the name exec was given, made
+		 * absolute, so the main program's mapping still has its path.
+		 */
+		name = (const char *)getauxval(AT_EXECFN);
+		if (!name || !*name)
+			return;
 	}
 	if (!strncmp(name, "linux-vdso", 10) || !strncmp(name, "linux-gate", 10)) {
 		snprintf(out, size, "[vdso]");

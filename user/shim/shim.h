@@ -21,6 +21,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <link.h>
@@ -104,6 +105,7 @@ struct kpp_thread {
 	uint64_t heap_rate;
 	uint32_t emitting;
 	uint32_t flushing;		/* inside emit.c's flush_held() */
+	sigset_t saved_mask;		/* signal mask on entry to a sampling path */
 };
 extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
 
