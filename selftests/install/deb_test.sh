@@ -75,7 +75,8 @@ scripts=$(for d in build/deb/*.deb; do for s in preinst postinst prerm postrm; d
 	tap_ok "no maintainer script touches /etc/ld.so.preload" || tap_fail "a maintainer script enables capture"
 grep -q 'libunwind' <<<"$(info "kpprof-shim_${ver}_amd64.deb" Depends)" &&
 	grep -q 'libtraceevent' <<<"$(info "kpprof_${ver}_amd64.deb" Depends)" &&
-	tap_ok "shared library dependencies computed (dh_shlibdeps)" || tap_fail "Depends"
+	tap_ok "shared library dependencies: computed (dh_shlibdeps), and libunwind, which the shim dlopens" ||
+	tap_fail "Depends" "kpprof-shim: '$(info "kpprof-shim_${ver}_amd64.deb" Depends)'"
 
 r=$out/root
 for d in build/deb/kpprof*.deb; do case $d in *dbgsym*) ;; *) dpkg-deb -x "$d" "$r" ;; esac; done
