@@ -53,7 +53,8 @@ if KPPROF_SHIM=$lib "$K" record -o "$tmp/late" --mem-rate 16777216 -- \
 	"$d/late_sampler" late >"$tmp/late.out" 2>"$tmp/late.err"; then
 	pp -raw "$tmp/late/heap.pb.gz" >"$tmp/late.raw"
 	got=$(pid_fns "$tmp/late/heap.pb.gz")
-	if [ "$got" = "all late_main_alloc plugin_alloc" ]; then
+	# One process: its pid (the collector labels every sample) or "all".
+	if [[ $got =~ ^(all|[0-9]+)\ late_main_alloc\ plugin_alloc$ ]]; then
 		tap_ok "late sampler: program and dlopen'ed library symbolized ($got)"
 	else
 		tap_diag "$(head -n 40 "$tmp/late.raw")"
