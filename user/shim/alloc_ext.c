@@ -47,21 +47,9 @@ static const char *const names[NR_FNS] = {
 
 static void *_Atomic next[NR_FNS];
 
-__attribute__((noinline))
-static void *lookup(int i)
-{
-	void *p = dlsym(RTLD_NEXT, names[i]);
-
-	if (p)
-		atomic_store_explicit(&next[i], p, memory_order_release);
-	return p;
-}
-
 static inline void *next_fn(int i)
 {
-	void *p = atomic_load_explicit(&next[i], memory_order_acquire);
-
-	return likely(p) ? p : lookup(i);
+	return kpp_next_cached(&next[i], names[i], NULL);
 }
 
 bool kpp_heap_forget(void *p)

@@ -95,32 +95,12 @@ static void *_Atomic next[NR_FNS];
 static _Atomic unsigned char mode[NR_FNS];
 
 /*
- * lookup - the next definition of names[i], or NULL.  Only found
- * definitions are cached, so a libstdc++ loaded later is found then.
+ * next_fn - the next definition of names[i], or NULL; also looked up in a
+ * libstdc++ loaded RTLD_LOCAL by a dlopen (not in the global scope).
  */
-__attribute__((noinline))
-static void *lookup(int i)
-{
-	void *p = dlsym(RTLD_NEXT, names[i]);
-
-	if (!p) {
-		/* Loaded RTLD_LOCAL by a dlopen: not in the global scope.
-		 * The handle is kept, so it cannot go away under us. */
-		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
-
-		if (h)
-			p = dlsym(h, names[i]);
-	}
-	if (p)
-		atomic_store_explicit(&next[i], p, memory_order_release);
-	return p;
-}
-
 static inline void *next_fn(int i)
 {
-	void *p = atomic_load_explicit(&next[i], memory_order_acquire);
-
-	return likely(p) ? p : lookup(i);
+	return kpp_next_cached(&next[i], names[i], "libstdc++.so.6");
 }
 
 /* The countdown saved around a probing call; restored even if it throws

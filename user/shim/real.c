@@ -306,3 +306,21 @@ size_t kpp_arena_size_of(const void *p)
 	memcpy(&size, (const char *)p - sizeof(size), sizeof(size));
 	return size;
 }
+
+__attribute__((noinline))
+void *kpp_next_lookup(void *_Atomic *slot, const char *name, const char *also_in)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	if (!p && also_in) {
+		/* RTLD_NOLOAD: only if loaded already.  The handle is kept,
+		 * so the library cannot go away under us. */
+		void *h = dlopen(also_in, RTLD_LAZY | RTLD_NOLOAD);
+
+		if (h)
+			p = dlsym(h, name);
+	}
+	if (p)
+		atomic_store_explicit(slot, p, memory_order_release);
+	return p;
+}

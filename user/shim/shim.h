@@ -70,6 +70,23 @@ bool kpp_in_arena(const void *p) KPP_HIDDEN;
 size_t kpp_arena_size_of(const void *p) KPP_HIDDEN;
 bool kpp_resolving(void) KPP_HIDDEN;
 
+/*
+ * Wrappers of functions that may not exist (jemalloc's, libstdc++'s) find
+ * the next definition on first use and cache it in *@slot; only a found
+ * definition is cached, so a library loaded later is found then.  @also_in,
+ * if not NULL, is a library to look in when the global scope has none
+ * (loaded RTLD_LOCAL by a dlopen).
+ */
+void *kpp_next_lookup(void *_Atomic *slot, const char *name,
+		      const char *also_in) KPP_HIDDEN;
+static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
+				    const char *also_in)
+{
+	void *p = atomic_load_explicit(slot, memory_order_acquire);
+
+	return likely(p) ? p : kpp_next_lookup(slot, name, also_in);
+}
+
 /* --------------------------------------------------------- per thread */
 
 /*
