@@ -13,16 +13,14 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
+. "$top/selftests/shim/test_config.sh"
 d=$top/selftests/shim
 [ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
 tmp=$(mktemp -d /tmp/shim-alloc-host.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 tap_plan
-abi=$(sed -n 's/^#define KPPROF_ABI_VERSION[[:space:]]*\([0-9]*\).*/\1/p' "$top/ioctl/kpprof.h")
-/usr/bin/python3 -c 'import struct, sys
-page = struct.pack("<IIQQQIIII16x", 2, int(sys.argv[1]), 0, 1, 0, 0, 64, 0, 7)
-sys.stdout.buffer.write(page.ljust(4096, b"\0"))' "$abi" >"$tmp/cfg" || { tap_fail "config file"; tap_done; }
+shim_test_config 1 0 0 >"$tmp/cfg" || { tap_fail "config file"; tap_done; }
 tc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
 
 for lib in "$@"; do

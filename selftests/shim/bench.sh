@@ -65,7 +65,7 @@ elif [ $module = 1 ]; then
 	SORTN=50000
 	STARTN=${KPPROF_BENCH_STARTUP:-100}
 fi
-abi=$(sed -n 's/^#define KPPROF_ABI_VERSION[[:space:]]*\([0-9]*\).*/\1/p' "$top/ioctl/kpprof.h")
+. "$top/selftests/shim/test_config.sh"
 
 # best5 KEY CMD...: run CMD five times, print the smallest value of KEY
 # (micro-benchmarks: the machine is shared, noise only ever adds time).
@@ -102,10 +102,7 @@ shimmed() {
 # mkcfg MEM BLOCK MUTEX: a struct kpprof_config_page (seq 2, the header's
 # ABI, all profiles flagged on, depth 64), padded to a page.
 mkcfg() {
-	/usr/bin/python3 -c 'import struct, sys
-m, b, x, abi = (int(a) for a in sys.argv[1:5])
-page = struct.pack("<IIQQQIIII16x", 2, abi, 0, m, b, x, 64, 0, 7)
-sys.stdout.buffer.write(page.ljust(4096, b"\0"))' "$1" "$2" "$3" "$abi"
+	shim_test_config "$1" "$2" "$3"
 }
 
 # shimmed_on LIB RATE CMD...: the shim on top of allocator LIB.

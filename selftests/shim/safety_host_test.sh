@@ -10,17 +10,15 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
+. "$top/selftests/shim/test_config.sh"
 d=$top/selftests/shim
 [ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
 tmp=$(mktemp -d /tmp/shim-safety.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-# cfg MEM BLOCK MUTEX: a config page file (ABI 2, every profile on).
+# cfg MEM BLOCK MUTEX: a config page file (every profile on).
 cfg() {
-	/usr/bin/python3 -c 'import struct, sys
-m, b, x = (int(a) for a in sys.argv[1:4])
-page = struct.pack("<IIQQQIIII16x", 2, 2, 0, m, b, x, 64, 0, 7)
-sys.stdout.buffer.write(page.ljust(4096, b"\0"))' "$1" "$2" "$3" >"$tmp/cfg"
+	shim_test_config "$1" "$2" "$3" >"$tmp/cfg"
 }
 
 # run LIB ARGS...: run the workload; records in $tmp/dump, stdout in

@@ -20,6 +20,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
+. "$top/selftests/shim/test_config.sh"
 d=$top/selftests/shim
 [ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
 tmp=$(mktemp -d /tmp/shim-startup.XXXXXX)
@@ -34,11 +35,8 @@ trap 'rm -rf "$tmp"' EXIT
 SYSCALLS_ADDED=24
 
 tap_plan
-abi=$(sed -n 's/^#define KPPROF_ABI_VERSION[[:space:]]*\([0-9]*\).*/\1/p' "$top/ioctl/kpprof.h")
 mkcfg() { # MEM_RATE: a config page, heap profile on at MEM_RATE
-	/usr/bin/python3 -c 'import struct, sys
-page = struct.pack("<IIQQQIIII16x", 2, int(sys.argv[2]), 0, int(sys.argv[1]), 0, 0, 64, 0, 7)
-sys.stdout.buffer.write(page.ljust(4096, b"\0"))' "$1" "$abi"
+	shim_test_config "$1" 0 0
 }
 # cfg: heap profile on, rate 1 TiB: these processes certainly never sample
 # (at 512 KiB, cat's 128 KiB buffer alone is sampled one time in five).
