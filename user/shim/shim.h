@@ -9,9 +9,9 @@
  *    pthread_getattr_np) may allocate: such calls run with the per-thread
  *    guard set, so the nested malloc/free/lock calls pass straight through.
  *  - It never blocks on a lock another thread may hold while that thread
- *    waits for us: the sampled-address table is lock-free, and the few
- *    spinlocks (mapping table, waiter slots) are never held across a call
- *    out of the shim.
+ *    waits for us: the sampled-address table and lock.c's wait table are
+ *    lock-free, and the few spinlocks (mapping table) are never held
+ *    across a call out of the shim.
  *  - Before init (or with no usable /dev/kpprof) every call passes straight
  *    through to the next definition (dlsym RTLD_NEXT).
  */
