@@ -27,9 +27,15 @@
  * an allocator may call malloc once while it initialises itself on its
  * first operator new, and a signal handler may allocate during a call.
  *
- * The deletes always look the pointer up in the sampled set (one filter
- * load) before forwarding: a FORWARDS allocator's delete reaches our free,
- * which finds nothing left to do; an OWN allocator's does not.
+ * Each entry point's fast path is one load of fast[] and a tail call
+ * (no register saved, no frame): fast[] holds the next definition once
+ * the wrapper has nothing else to do, everything else is in a noinline
+ * slow function.  A new sets it when it is FORWARDS.  A delete sets it
+ * when the new it pairs with is FORWARDS: that allocator's delete reaches
+ * our free, which looks the pointer up in the sampled set (libstdc++'s
+ * sized delete calls its plain delete, which calls free).  Otherwise (OWN,
+ * still probing) the delete looks the pointer up itself before forwarding:
+ * an OWN allocator's delete does not reach our free.
  *
  * When no next definition exists (a C program that dlopens a C++ library
  * with RTLD_LOCAL: libstdc++ is not in the global scope), the one in an
@@ -93,6 +99,15 @@ enum { FORWARDS = 100, OWN };
 
 static void *_Atomic next[NR_FNS];
 static _Atomic unsigned char mode[NR_FNS];
+static void *_Atomic fast[NR_FNS];	/* the fast path's tail call, or NULL */
+
+/* The new whose mode decides a delete's fast path. */
+static const unsigned char paired_new[NR_FNS] = {
+	[DEL] = NEW, [DEL_NT] = NEW, [DEL_SZ] = NEW,
+	[DEL_AL] = NEW_AL, [DEL_AL_NT] = NEW_AL, [DEL_SZ_AL] = NEW_AL,
+	[DELA] = NEWA, [DELA_NT] = NEWA, [DELA_SZ] = NEWA,
+	[DELA_AL] = NEWA_AL, [DELA_AL_NT] = NEWA_AL, [DELA_SZ_AL] = NEWA_AL,
+};
 
 /*
  * next_fn - the next definition of names[i], or NULL; also looked up in a
@@ -137,7 +152,7 @@ static void probed(int idx, bool ours)
 	while (m < PROBES &&
 	       !atomic_compare_exchange_weak_explicit(&mode[idx], &m,
 						      m + 1 == PROBES ? FORWARDS : m + 1,
-						      memory_order_relaxed,
+						      memory_order_release,
 						      memory_order_relaxed))
 		;
 }
@@ -179,12 +194,24 @@ static void *fallback_new(size_t n, size_t align, bool nothrow)
 }
 
 /*
- * NEW_FN - one operator new.  The FORWARDS case is a tail call; OWN is
- * malloc's fast path; the first call probes.
+ * NEW_FN - one operator new: the fast path (FORWARDS: a tail call of the
+ * next definition), and sym_slow: OWN is malloc's accounting, the first
+ * calls probe, no next definition falls back.
  */
 #define NEW_FN(sym, idx, align_, nothrow_, PARAMS, ARGS)			\
+static void *sym##_slow PARAMS;							\
 KPP_EXPORT void *sym PARAMS;							\
 void *sym PARAMS								\
+{										\
+	void *(*fn) PARAMS = (void *(*) PARAMS)					\
+		atomic_load_explicit(&fast[idx], memory_order_relaxed);		\
+										\
+	if (likely(fn))								\
+		return fn ARGS;							\
+	return sym##_slow ARGS;							\
+}										\
+__attribute__((noinline))							\
+static void *sym##_slow PARAMS							\
 {										\
 	struct kpp_thread *t = &kpp_thread;					\
 	void *(*fn) PARAMS;							\
@@ -193,8 +220,9 @@ void *sym PARAMS								\
 	if (unlikely(!f))							\
 		return fallback_new(n, align_, nothrow_);			\
 	fn = (void *(*) PARAMS)f;						\
-	switch (atomic_load_explicit(&mode[idx], memory_order_relaxed)) {	\
+	switch (atomic_load_explicit(&mode[idx], memory_order_acquire)) {	\
 	case FORWARDS:								\
+		atomic_store_explicit(&fast[idx], f, memory_order_relaxed);	\
 		return fn ARGS;							\
 	case OWN:								\
 		p = fn ARGS;							\
@@ -231,20 +259,36 @@ NEW_FN(_ZnamSt11align_val_tRKSt9nothrow_t, NEWA_AL_NT, al, true,
        (size_t n, AL, NOTHROW), (n, al, nt))
 
 /*
- * DEL_FN - one operator delete: forget a sampled block (its FREE record is
- * written before the block goes back to the allocator, so no other thread
- * can be handed and sample the same address first), then forward.
+ * DEL_FN - one operator delete.  Fast path: the paired new is FORWARDS, so
+ * the next definition reaches our free, which does the rest (see the file
+ * comment).  Slow: forget a sampled block (its FREE record is written
+ * before the block goes back to the allocator, so no other thread can be
+ * handed and sample the same address first), then forward.
  */
 #define DEL_FN(sym, idx, PARAMS, ARGS)						\
+static void sym##_slow PARAMS;							\
 KPP_EXPORT void sym PARAMS;							\
 void sym PARAMS									\
 {										\
-	void (*fn) PARAMS;							\
-	void *f;								\
+	void (*fn) PARAMS = (void (*) PARAMS)					\
+		atomic_load_explicit(&fast[idx], memory_order_relaxed);		\
 										\
-	if (unlikely(kpp_set_maybe(p)) && kpp_heap_forget(p))			\
+	if (likely(fn))								\
+		return fn ARGS;							\
+	sym##_slow ARGS;							\
+}										\
+__attribute__((noinline))							\
+static void sym##_slow PARAMS							\
+{										\
+	void (*fn) PARAMS;							\
+	void *f = next_fn(idx);							\
+										\
+	if (f && atomic_load_explicit(&mode[paired_new[idx]],			\
+				      memory_order_acquire) == FORWARDS) {	\
+		atomic_store_explicit(&fast[idx], f, memory_order_relaxed);	\
+	} else if (unlikely(kpp_set_maybe(p)) && kpp_heap_forget(p)) {		\
 		return;								\
-	f = next_fn(idx);							\
+	}									\
 	if (unlikely(!f)) {							\
 		free(p);							\
 		return;								\
