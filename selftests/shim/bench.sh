@@ -1,18 +1,25 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Shim benchmarks: each figure is the best of 5 runs (micro) or the median
-# of 5 interleaved runs (whole programs), next to its baseline measured in
-# the same run.  With /dev/kpprof present (the VM), shimmed runs go through
-# shim_reader, which sets the config and drains the ring as a collector
-# would.  Without it (the host, native speed) the shim reads its config
-# from a file (KPPROF_TEST_CONFIG) and writes its records to /dev/null:
-# everything but the module's work on each write(2) is measured.
+# Shim benchmarks, each figure next to its baseline measured in the same
+# run: micro figures are the medians of ROUNDS (9; --quick 5) interleaved
+# runs with and without the shim, with the median per-round difference
+# and its noise; whole programs the median of 5 interleaved runs.  With
+# /dev/kpprof present (the VM), shimmed runs go through shim_reader, which
+# sets the config and drains the ring as a collector would.  Without it
+# (the host, native speed) the shim reads its config from a file
+# (KPPROF_TEST_CONFIG) and writes its records to /dev/null: everything but
+# the module's work on each record is measured.  Exit status 1 when a
+# figure could not be measured (a run crashed or printed nothing, the shim
+# did not load) or, natively, when a micro figure misses its target by
+# more than its noise.
 #
-#   unsampled malloc+free pair, 1 and 2 threads   ns, shim vs none
+#   malloc+free, new+delete, lock+unlock pairs    ns, shim vs none: pass-through
+#                                                 and profiling-but-unsampled
+#                                                 (issue 15: target +2 ns each)
+#   malloc+free pair, 2 threads, 512 KiB          ns, shim vs none
 #   unsampled pair with 0 and 200K live samples   ns, shim vs none (host only:
 #                                                 the rate is switched in the file)
-#   uncontended lock+unlock pair                  ns, shim (profiles off/on) vs none
-#   sampled allocation at 16 and 64 frames        us, fp vs libunwind
+#   sampled malloc+free at 16 and 64 frames       us, fp and libunwind, vs none
 #   where a sample's time goes (sample_cost)      us per part (host only)
 #   churn: 2 threads, 16 B..8 KiB, 1024 live      wall/CPU ratios: shim at 512 KiB,
 #                                                 shim sampling off, and the peers
@@ -65,17 +72,27 @@ elif [ $module = 1 ]; then
 	SORTN=50000
 	STARTN=${KPPROF_BENCH_STARTUP:-100}
 fi
+ROUNDS=${KPPROF_BENCH_ROUNDS:-9}
+[ $quick = 1 ] && ROUNDS=5
 . "$top/selftests/shim/test_config.sh"
 
-# best5 KEY CMD...: run CMD five times, print the smallest value of KEY
-# (micro-benchmarks: the machine is shared, noise only ever adds time).
-best5() {
-	local key=$1
-	shift
-	for i in 1 2 3 4 5; do
-		"$@" 2>/dev/null | awk -v k="$key" '$1 == k { print $2 }'
-	done | sort -g | head -n 1
+# bad MESSAGE: a figure that could not be measured, or a missed target:
+# said, and bench.sh exits 1 at the end.
+fail=0
+bad() {
+	echo "FAIL: $*"
+	fail=1
 }
+
+# need LABEL VALUE...: each VALUE must be a number.
+need() {
+	local label=$1 v
+	shift
+	for v in "$@"; do
+		[[ $v =~ ^[0-9.]+$ ]] || { bad "$label: no figure"; return 1; }
+	done
+}
+
 
 # median3 KEY CMD...: run CMD three times, print the median of KEY's value.
 median3() {
@@ -132,40 +149,134 @@ diff_() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f", a - b }'; }
 
 echo "# shim benchmarks ($([ $module = 1 ] && echo "module loaded, records through the ring" || echo "no module: config from a file, records to /dev/null"), $(nproc) CPUs)"
 
+# one KEY CMD...: the value CMD prints for KEY ("KEY VALUE UNIT"), or
+# nothing if it printed none (it crashed, the shim aborted it...).
+one() {
+	local key=$1
+	shift
+	"$@" 2>/dev/null | awk -v k="$key" '$1 == k { print $2 }'
+}
+
+# paired LABEL KEY UNIT TARGET -- CMD_A... -- CMD_B...: ROUNDS rounds of
+# A (the baseline) then B, interleaved.  Prints both medians, their ratio,
+# the median of the per-round differences B - A and its noise (the
+# standard error of that median, 1.2533 x 1.4826 x MAD / sqrt(ROUNDS),
+# measured in this run).  Fails when a round printed no figure, or with a
+# TARGET (not "-") when the difference exceeds TARGET + noise.
+paired() {
+	local label=$1 key=$2 unit=$3 target=$4 r a b which=a
+	local -a ca=() cb=()
+	shift 4
+	for x in "$@"; do
+		if [ "$x" = -- ]; then
+			[ ${#ca[@]} = 0 ] && which=a || which=b
+			continue
+		fi
+		if [ $which = a ]; then ca+=("$x"); else cb+=("$x"); fi
+	done
+	: >"$tmp/pair"
+	for r in $(seq "$ROUNDS"); do
+		a=$(one "$key" "${ca[@]}")
+		b=$(one "$key" "${cb[@]}")
+		if [ -z "$a" ] || [ -z "$b" ]; then
+			bad "$label: round $r printed no figure (baseline '${a}', shim '${b}')"
+			return
+		fi
+		echo "$a $b" >>"$tmp/pair"
+	done
+	awk -v label="$label" -v unit="$unit" -v target="$target" '
+		function median(v, n,   i, j, t) {
+			for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+			return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+		}
+		{ n++; a[n] = $1; b[n] = $2; d[n] = $2 - $1 }
+		END {
+			ma = median(a, n); mb = median(b, n); md = median(d, n)
+			for (i = 1; i <= n; i++) { x = d[i] - md; dev[i] = x < 0 ? -x : x }
+			noise = 1.2533 * 1.4826 * median(dev, n) / sqrt(n)
+			verdict = ""
+			if (target != "-") {
+				miss = md > target + noise
+				verdict = sprintf(", target <= %s %s: %s", target, unit, miss ? "MISSED" : "met")
+			}
+			printf "%s: none %.2f %s, shim %.2f %s (x%.3f), added %+.2f %s (noise %.2f, median of %d interleaved)%s\n",
+				label, ma, unit, mb, unit, mb / ma, md, unit, noise, n, verdict
+			exit miss ? 1 : 0
+		}' "$tmp/pair" || fail=1
+}
+
+# The shim must really be loaded: a missing KPPROF_BENCH_SHIM would only
+# make ld.so warn, and the "shim" column would measure no shim.
+if [ ! -f "$lib" ] || ! KPPROF_DEBUG=1 shimmed 524288 /bin/true 2>&1 | grep -q "^kpprof\["; then
+	echo "bench: the shim $lib does not load (KPPROF_DEBUG=1 printed nothing)"
+	exit 1
+fi
+
+# pt CMD...: the shim loaded but passing every call through, as in every
+# process of a host without the module (KPPROF_DISABLE=1 takes the same
+# path: no config page).
+pt() {
+	plain env KPPROF_DISABLE=1 LD_PRELOAD="$lib" "$@"
+}
+
+# The ns targets hold natively; under qemu TCG (the VM) they are printed
+# for the record only.
+T2=2
+[ $module = 1 ] && T2=-
+
 if want micro; then
-for thr in 1 2; do
-	base=$(best5 malloc_free_pair_${thr}thr plain "$w" bench-malloc $thr $N)
-	shim=$(best5 malloc_free_pair_${thr}thr shimmed 524288 "$w" bench-malloc $thr $N)
-	echo "malloc+free pair, $thr thread(s): none $base ns, shim (rate 512 KiB) $shim ns, added $(diff_ "$shim" "$base") ns"
-done
+# Issue 15's targets: unsampled malloc+free and new+delete within 2 ns of
+# no shim, uncontended lock+unlock within 2 ns; pass-through, and with
+# the profiles on but nothing sampled (heap rate 2^40).
+UNS=1099511627776
+paired "malloc+free pair, pass-through" malloc_free_pair_1thr ns $T2 -- \
+	plain "$w" bench-malloc 1 $N -- pt "$w" bench-malloc 1 $N
+paired "malloc+free pair, heap profile on, unsampled" malloc_free_pair_1thr ns $T2 -- \
+	plain "$w" bench-malloc 1 $N -- shimmed $UNS "$w" bench-malloc 1 $N
+paired "new+delete pair, pass-through" new_delete_pair ns $T2 -- \
+	plain "$d/bench_new" $N -- pt "$d/bench_new" $N
+paired "new+delete pair, heap profile on, unsampled" new_delete_pair ns $T2 -- \
+	plain "$d/bench_new" $N -- shimmed $UNS "$d/bench_new" $N
+paired "uncontended lock+unlock pair, pass-through" lock_unlock_pair ns $T2 -- \
+	plain "$w" bench-lock $N -- pt "$w" bench-lock $N
+lockprof() { BLK=10000 MTX=10 shimmed 0 "$@"; }
+paired "uncontended lock+unlock pair, block 10 us and mutex 1/10 on" lock_unlock_pair ns $T2 -- \
+	plain "$w" bench-lock $N -- lockprof "$w" bench-lock $N
+paired "malloc+free pair, 2 threads, 512 KiB" malloc_free_pair_2thr ns - -- \
+	plain "$w" bench-malloc 2 $N -- shimmed 524288 "$w" bench-malloc 2 $N
 
 # Finding 5: free() must not slow down as sampled blocks accumulate.
 if [ $module = 0 ]; then
 	for live in 0 200000; do
-		base=$(best5 malloc_free_pair_live_$live plain "$w" bench-live $live $N)
 		# rate 1 until the bench has its live blocks, then 2^40 (set by the bench)
-		shim=$(best5 malloc_free_pair_live_$live shimmed 1 "$w" bench-live $live $N)
-		echo "unsampled malloc+free pair with $live live sampled blocks: none $base ns, shim $shim ns, added $(diff_ "$shim" "$base") ns (target <= 2)"
+		paired "unsampled malloc+free pair with $live live sampled blocks" \
+			malloc_free_pair_live_$live ns $T2 -- \
+			plain "$w" bench-live $live $N -- shimmed 1 "$w" bench-live $live $N
 	done
 else
 	echo "unsampled malloc+free pair with live sampled blocks: host only (the bench switches the rate in the config file)"
 fi
 
-base=$(best5 lock_unlock_pair plain "$w" bench-lock $N)
-shim=$(best5 lock_unlock_pair shimmed 524288 "$w" bench-lock $N)
-echo "lock+unlock pair: none $base ns, shim (contention profiles off) $shim ns, added $(diff_ "$shim" "$base") ns"
-shim=$(BLK=10000 MTX=10 best5 lock_unlock_pair shimmed 524288 "$w" bench-lock $N)
-echo "lock+unlock pair: shim (block 10 us, mutex 1/10 on) $shim ns, added $(diff_ "$shim" "$base") ns"
-
+# A sampled event (malloc + free at rate 1: an ALLOC and a FREE record),
+# 16 and 64 frames deep.  The issue's target, at most 0.5 us besides the
+# record's submission, is printed, not enforced here: the unwinder is
+# another issue's.
 S=$((N / 100))
+unwound() { KPPROF_UNWIND=$1 shimmed 1 "${@:2}"; }
+[ $module = 0 ] && wr=$("$d/sample_cost" 2>/dev/null | awk '$1 == "write_record" { print $2 }')
 for depth in 16 64; do
-	base=$(median3 alloc_at_depth_$depth plain "$w" bench-sampled $depth $S)
-	fp=$(KPPROF_UNWIND=fp median3 alloc_at_depth_$depth shimmed 1 "$w" bench-sampled $depth $S)
-	lu=$(KPPROF_UNWIND=libunwind median3 alloc_at_depth_$depth shimmed 1 "$w" bench-sampled $depth $S)
-	echo "sampled allocation, $depth frames: none $base us, fp $fp us (+$(diff_ "$fp" "$base")), libunwind $lu us (+$(diff_ "$lu" "$base"))"
+	for uw in fp libunwind; do
+		paired "sampled malloc+free, $depth frames, $uw" alloc_at_depth_$depth us - -- \
+			plain "$w" bench-sampled $depth $S -- \
+			unwound $uw "$w" bench-sampled $depth $S
+	done
 done
-
 if [ $module = 0 ]; then
+	if [ -z "$wr" ]; then
+		bad "sample_cost printed no write_record figure"
+	else
+		echo "  (a record's submission here, write(2) to /dev/null: $wr us; a sampled malloc+free submits two)"
+	fi
 	echo "where a sampled event's time goes, at 16 frames (sample_cost, best of 5):"
 	"$d/sample_cost" | sed 's/^/  /'
 fi
@@ -208,6 +319,7 @@ if want churn; then
 for key in churn_wall churn_cpu; do
 	read -r base def off < <(interleave $key plain "$w" bench-churn "$CHURN" 2 -- \
 		shimmed 524288 "$w" bench-churn "$CHURN" 2 -- shimmed 0 "$w" bench-churn "$CHURN" 2)
+	need "churn $key" "$base" "$def" "$off"
 	echo "churn, $key: none $base s, shim 512 KiB $def s (x$(ratio "$def" "$base"), target <= 1.10), shim sampling off $off s (x$(ratio "$off" "$base"))"
 done
 
@@ -220,6 +332,7 @@ if [ -n "$je" ]; then
 		read -r base prof shim < <(interleave $key churn "$CHURN" env LD_PRELOAD="$je" -- \
 			churn "$CHURN" env LD_PRELOAD="$je" MALLOC_CONF=prof:true,lg_prof_sample:19 -- \
 			churn "$CHURN" shimmed_on "$je" 524288)
+		need "peer jemalloc $key" "$base" "$prof" "$shim"
 		echo "peer jemalloc prof:true (lg_prof_sample 19 = 512 KiB), $key: jemalloc alone $base s, prof:true $prof s (x$(ratio "$prof" "$base")), kpprof shim on jemalloc $shim s (x$(ratio "$shim" "$base"))"
 	done
 fi
@@ -228,6 +341,7 @@ if command -v heaptrack >/dev/null; then
 	for key in churn_wall churn_cpu; do
 		base=$(median3 $key churn $n env)
 		prof=$(median3 $key churn $n heaptrack -o "$tmp/ht")
+		need "peer $key" "$base" "$prof"
 		echo "peer heaptrack, $key ($n iterations): none $base s, heaptrack $prof s (x$(ratio "$prof" "$base"))"
 	done
 fi
@@ -237,6 +351,7 @@ if [ -n "$tc" ]; then
 	for key in churn_wall churn_cpu; do
 		base=$(median3 $key churn $n env LD_PRELOAD="$tc")
 		prof=$(median3 $key churn $n env LD_PRELOAD="$tc" HEAPPROFILE="$tmp/hp" HEAP_PROFILE_INUSE_INTERVAL=0)
+		need "peer $key" "$base" "$prof"
 		echo "peer gperftools HEAPPROFILE, $key ($n iterations): tcmalloc alone $base s, heap profiler $prof s (x$(ratio "$prof" "$base"))"
 	done
 fi
@@ -250,6 +365,7 @@ for thr in 1 2; do
 			shimmed 524288 "$w" bench-heavy "$HEAVY" $thr -- shimmed 1 "$w" bench-heavy "$((HEAVY / 10))" $thr)
 		# rate 1 ran a tenth of the iterations: scale it back.
 		one=$(awk -v x="$one" 'BEGIN { printf "%.4f", x * 10 }')
+		need "heavy $thr $key" "$base" "$def" "$one"
 		echo "heavy workload, $thr thread(s), $key: none $base s, shim 512 KiB $def s (x$(ratio "$def" "$base")), shim rate 1 $one s (x$(ratio "$one" "$base"), from 1/10 of the iterations)"
 	done
 done
@@ -266,6 +382,7 @@ sortrun() {
 }
 for key in wall cpu; do
 	read -r base def one < <(interleave $key sortrun plain -- sortrun shimmed 524288 -- sortrun shimmed 1)
+	need "sort $key" "$base" "$def" "$one"
 	echo "sort -n of $SORTN lines, $key: none $base s, shim 512 KiB $def s (x$(ratio "$def" "$base")), shim rate 1 $one s (x$(ratio "$one" "$base"))"
 done
 
@@ -286,6 +403,7 @@ else
 fi
 sed 's/^round/  startup round/' "$tmp/spawn" | grep '^  startup round'
 get() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/spawn"; }
+need startup "$(get none_us)" "$(get shim_us)" "$(get none_cpu_us)" "$(get shim_cpu_us)"
 echo "startup, $STARTN x /bin/true, wall: none $(get none_us) us, shim $(get shim_us) us per process, added $(get added_us) us (x$(get ratio); target <= +50 us natively)"
 echo "startup, $STARTN x /bin/true, CPU: none $(get none_cpu_us) us, shim $(get shim_cpu_us) us per process, added $(get added_cpu_us) us (x$(get cpu_ratio))"
 fi
@@ -310,7 +428,7 @@ else
 		rm -rf "$src/user/kpprof/build" "$src/user/kpprof/gen"
 		/usr/bin/time -f '%e %U %S' -o "$tmp/time" env "$@" \
 			make -j2 -C "$src/user/kpprof" KPPROF_VERSION=bench kpprof >/dev/null 2>&1 ||
-			{ echo "build failed" >&2; echo "0 0"; return; }
+			{ echo "build failed" >&2; echo "- -"; return; }
 		awk '{ printf "%.3f %.3f", $1, $2 + $3 }' "$tmp/time"
 	}
 	onebuild >/dev/null	# warm the page cache
@@ -319,6 +437,7 @@ else
 		read -r aw ac < <(onebuild)
 		read -r bw bc < <(onebuild KPPROF_TEST_CONFIG="$tmp/cfg" LD_PRELOAD="$lib")
 		echo "  build run $i: none $aw s wall $ac s CPU, shim $bw s wall $bc s CPU (x$(ratio "$bw" "$aw") wall, x$(ratio "$bc" "$ac") CPU)"
+		need "build run $i" "$aw" "$ac" "$bw" "$bc"
 		echo "$aw $ac $bw $bc" >>"$tmp/builds"
 	done
 	med() { awk -v c="$1" '{ print $c }' "$tmp/builds" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -326,3 +445,4 @@ else
 	echo "build, make -j2 of user/kpprof, median of $BUILDS interleaved, CPU: none $(med 2) s, shim in every process $(med 4) s (x$(ratio "$(med 4)" "$(med 2)"))"
 fi
 fi
+exit $fail
