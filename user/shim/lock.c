@@ -306,8 +306,10 @@ static inline bool waited(int r)
 enum wait_kind { W_MUTEX, W_MUTEX_TIMED, W_MUTEX_CLOCK, W_RD, W_WR,
 		 W_RD_TIMED, W_WR_TIMED, W_RD_CLOCK, W_WR_CLOCK };
 
-/* Functions glibc may lack (2.30+) or that kpp_real does not hold,
- * resolved at start (lock_resolve) and on first use otherwise. */
+/* Functions kpp_real does not hold (or glibc may lack: 2.30+), looked up
+ * at their wrapper's first call: about 0.7 us each, which every process
+ * start would pay for functions most programs never call.  (None of them
+ * is async-signal-safe, so that first call is not in a signal handler.) */
 enum { F_MUTEX_CLOCK, F_RD_TIMED, F_WR_TIMED, F_RD_CLOCK, F_WR_CLOCK,
        F_COND_WAIT, F_COND_TIMED, F_COND_CLOCK, NR_F };
 
@@ -327,14 +329,6 @@ static void *_Atomic fns[NR_F];
 static inline void *fn(int i)
 {
 	return kpp_next_cached(&fns[i], fnames[i], NULL);
-}
-
-__attribute__((constructor))
-static void lock_resolve(void)
-{
-	kpp_resolve();	/* dlsym may allocate: malloc must forward first */
-	for (int i = 0; i < NR_F; i++)
-		(void)fn(i);
 }
 
 struct wait_args {
