@@ -28,7 +28,7 @@ same() {
 	fi
 }
 
-tap_plan 22
+tap_plan 23
 
 out=$(bash -c "$tap; tap_plan; tap_ok a; tap_fail b why; tap_skip c no; tap_done"; echo "rc:$?")
 same "tap.sh prints kselftest lines and exits 1 on failure" "$out" \
@@ -65,7 +65,7 @@ same "a hung program times out and fails" "$(tally 'sleep 60')" \
 same "xfail counts as pass, error as fail" \
 	"$(tally "printf '1..3\nok 1 a\nok 2 b # XFAIL why\nnot ok 3 c # error\n# Totals: pass:1 fail:0 xfail:1 xpass:0 skip:0 error:1\n'")" \
 	"run-test-list: programs:1 pass:2 fail:1 skip:0 rc:1"
-same "a whole-program skip (1..0 # SKIP) is one skip" \
+same "a whole-program skip (plan 1..0 with a SKIP directive) is one skip" \
 	"$(tally "printf '1..0 # SKIP no device\n'; exit 4")" \
 	"run-test-list: programs:1 pass:0 fail:0 skip:1 rc:0"
 same "results numbered out of order fail" \
@@ -106,7 +106,8 @@ same "bench: an empty figure fails (a shimmed run that died)" \
 	"$(bench 'malloc+free pair, 1 thread(s): none 6.45 ns, shim (rate 512 KiB)  ns, added -6.45 ns')" "$bad"
 same "bench: an empty ratio fails" "$(bench 'churn, k: none 1.2 s, shim 512 KiB 1.3 s (x, target <= 1.10)')" "$bad"
 same "bench: a zero ratio fails" "$(bench 'churn, k: none 1.2 s, shim 512 KiB 1.3 s (x0.000, target <= 1.10)')" "$bad"
-same "bench: a negative figure fails" "$(bench 'startup: none -12 us per process')" "$bad"
+same "bench: a negative time fails" "$(bench 'startup: none -12 us per process')" "$bad"
+same "bench: a negative memory delta (noise) passes" "$(bench '  Slab growth                   -4 KiB')" "$good"
 same "bench: nan fails" "$(bench 'write cost: -nan ns/write')" "$bad"
 same "bench: no figure at all fails" "$(bench '# shim benchmarks' 'nothing measured')" "$bad"
 tap_done
