@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 # Waiting for a condition instead of sleeping a fixed time: a fixed sleep
 # is too short on a loaded machine (or under ASan in TCG) and wastes time
 # on an idle one.  Source it, then:

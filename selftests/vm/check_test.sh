@@ -71,6 +71,7 @@ check() {
 	local name=$1 want=$2 got rc
 	shift 2
 	# Only this case's knobs: none of the caller's (make check's own).
+	# shellcheck disable=SC2046
 	(cd "$work/t" && env $(env | sed -n 's/^\(KPPROF_[A-Za-z0-9_]*\)=.*/-u \1/p') \
 		KPPROF_CHECK_KERNELS=default KPPROF_TEST_TIMEOUT=10 "$@" scripts/check >"$work/out" 2>&1)
 	rc=$?
