@@ -7,6 +7,7 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
+. "$top/selftests/lib/wait.sh"
 K=${KPPROF:-$top/user/kpprof/kpprof}
 W=$top/selftests/collector/workloads
 S=$top/user/shim/libkpprof.so
@@ -15,27 +16,37 @@ export HOME=$out GOCACHE=$out/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$out
 trap 'rm -rf "$out"' EXIT
 tap_plan
 
+# attached PID: the collector PID holds the ring and catches SIGINT (a
+# background job starts with SIGINT ignored: one sent earlier is lost and
+# the collector never stops).  60 s: ASan under TCG on a loaded host.
+attached() {
+	wait_for 60 sh -c "$K stat | grep -q '^consumer *attached'" &&
+		wait_sigcaught "$1" 2 60
+}
+
 run_collect() {	# DIR ARGS...
 	local dir=$1
 	shift
 	# Until interrupted: SIGINT once both programs are done.
 	$K collect -o "$dir" --mem-rate 65536 "$@" 2>"$out/collect.log" &
 	cpid=$!
-	sleep 1
+	attached $cpid || tap_diag "the collector did not attach in 60 s"
 	LD_PRELOAD=$S "$W/seeds_heap" 20
 	LD_PRELOAD=$S "$W/leak_churn" 2000
-	sleep 1
 	kill -INT $cpid
 	wait $cpid
 	collect_rc=$?
 }
 
 # A second collector while one is attached: refused, one clear line.
-$K collect -o "$out/first" -d 3 2>/dev/null &
+# The first runs until interrupted, so it is still attached however slowly
+# the second starts.
+$K collect -o "$out/first" 2>/dev/null &
 first=$!
-sleep 1
+attached $first || tap_diag "the first collector did not attach in 60 s"
 err=$($K collect -o "$out/second" -d 1 2>&1 >/dev/null)
 rc=$?
+kill -INT $first
 wait $first
 if [ $rc -ne 0 ] && grep -q "already attached" <<<"$err"; then
 	tap_ok "second collector refused: $err"
@@ -65,16 +76,18 @@ fi
 # --interval: the profiles appear while collect still runs.
 $K collect -o "$out/periodic" --interval 1 --mem-rate 65536 2>"$out/collect.log" &
 cpid=$!
-sleep 1
+attached $cpid || tap_diag "the collector did not attach in 60 s"
 LD_PRELOAD=$S "$W/seeds_heap" 20
-# A profile written before the workload ran is valid but empty: wait (10 s
-# at most) for one written after it, which must show the workload.
+# A profile written before the workload ran is valid but empty: wait (60 s
+# at most) for one written after it, which must show the workload.  Its
+# allocations, not what it holds: it may have exited by then, and an exited
+# process holds nothing.
 shows_func1() {
 	[ -s "$out/periodic/heap.pb.gz" ] &&
-		go tool pprof -symbolize=none -top "$out/periodic/heap.pb.gz" 2>&1 | grep -q func1
+		go tool pprof -symbolize=none -sample_index=alloc_space -top "$out/periodic/heap.pb.gz" 2>&1 |
+		grep -q func1
 }
-for _ in $(seq 40); do shows_func1 && break; sleep 0.25; done
-if kill -0 $cpid 2>/dev/null && shows_func1; then
+if wait_for 60 shows_func1 && kill -0 $cpid 2>/dev/null; then
 	tap_ok "--interval writes profiles while running"
 else
 	tap_diag "$(cat "$out/collect.log")"

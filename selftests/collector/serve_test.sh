@@ -6,6 +6,7 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
+. "$top/selftests/lib/wait.sh"
 K=${KPPROF:-$top/user/kpprof/kpprof}
 W=$top/selftests/collector/workloads
 out=$(mktemp -d /tmp/kpprof-serve.XXXXXX)
@@ -91,7 +92,10 @@ fi
 # Concurrent: a 15 s delta does not hold up another scrape.
 curl -s -o /dev/null "${url}block?seconds=15" &
 slow=$!
-sleep 0.5
+port=${url#http://*:}
+port=${port%%/*}
+wait_for 30 sh -c "ss -Htn state established '( dport = :$port )' | grep -q ." ||
+	tap_diag "no connection to the server after 30 s"
 t0=$(date +%s%N)
 code=$(curl -s -o "$out/c.pb.gz" -w '%{http_code}' "${url}heap")
 if [ "$code" = 200 ] && kill -0 $slow 2>/dev/null; then
@@ -117,9 +121,13 @@ else
 fi
 # A delta window in which more than 64 processes exit (the keep-64 policy
 # drops the oldest, renumbering buckets): still 200, with their allocations.
-curl -s -o "$out/drop.pb.gz" -w '%{http_code}' "${url}allocs?seconds=20" >"$out/drop.code" &
+# The window opens when the server has the request (wait for its
+# connection) and is long enough for 80 processes under ASan in TCG on a
+# loaded host; if they outlast it, the test says so.
+curl -s -o "$out/drop.pb.gz" -w '%{http_code}' "${url}allocs?seconds=45" >"$out/drop.code" &
 dl=$!
-sleep 1
+wait_for 30 sh -c "ss -Htn state established '( dport = :$port )' | grep -q ." ||
+	tap_diag "no connection to the server after 30 s"
 for b in $(seq 8); do
 	wpids=()
 	for i in $(seq 10); do
@@ -128,6 +136,7 @@ for b in $(seq 8); do
 	done
 	wait "${wpids[@]}"
 done
+kill -0 $dl 2>/dev/null || tap_diag "the 80 processes outlasted the 45 s window"
 wait $dl
 code=$(cat "$out/drop.code")
 r=$(go tool pprof -symbolize=none -raw "$out/drop.pb.gz" 2>&1)

@@ -38,6 +38,8 @@ config_page_mprotect|kmod/config.c|privilege_test|\tkpp_vm_flags_clear(vma, VM_M
 set_config_unprivileged|kmod/dev.c|privilege_test|\t\tif (!perfmon_capable())\n\t\t\treturn -EPERM;\n\t\treturn kpp_ioctl_set_config|\t\treturn kpp_ioctl_set_config
 ring_overcommit|kmod/ring.c|ring_full_test|return prod + total - from > rb->size;|return prod + total - from > 2 * rb->size;
 drop_uncounted|kmod/ring.c|ring_full_test|\tif (drop >= 0) {\n\t\tatomic64_inc(&rb->dropped[drop]);\n\t\treturn -ENOBUFS;|\tif (drop >= 0) {\n\t\treturn -ENOBUFS;
+note_pad_unchecked|kmod/record.c|note_test|r->hdr.nr_pcs \|\| r->pad)|r->hdr.nr_pcs)
+note_what_unchecked|kmod/record.c|note_test|\tif (r->what != KPPROF_NOTE_SECCOMP && r->what != KPPROF_NOTE_NO_HEAP)\n\t\treturn -EINVAL;\n|
 cycle_stamped_before_advance|kmod/ring.c|cycle_test|\tif (advance)\n\t\tWRITE_ONCE(rb->cycle, rb->cycle + 1);\n\t*cycle = rb->cycle;|\t*cycle = rb->cycle;\n\tif (advance)\n\t\tWRITE_ONCE(rb->cycle, rb->cycle + 1);
 path_nul_unchecked|kmod/record.c|garbage_test|if (r->path[r->path_len - 1] != '"'"'\0'"'"' \|\||if (0 \|\|
 share_unchecked|kmod/ring.c|fairness_test|return sh && READ_ONCE(sh->bytes) + total > rb->share_max;|return false;

@@ -28,7 +28,7 @@ same() {
 	fi
 }
 
-tap_plan 10
+tap_plan 23
 
 out=$(bash -c "$tap; tap_plan; tap_ok a; tap_fail b why; tap_skip c no; tap_done"; echo "rc:$?")
 same "tap.sh prints kselftest lines and exits 1 on failure" "$out" \
@@ -55,14 +55,59 @@ same "failed cases are summed" \
 same "no Totals line is one failure" "$(tally 'echo hello')" \
 	"run-test-list: programs:1 pass:0 fail:1 skip:0 rc:1"
 same "a crash after Totals is one more failure" \
-	"$(tally "bash -c \"echo '# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:0 error:0'; kill -SEGV \\\$\\\$\"")" \
+	"$(tally "bash -c \"$tap; tap_plan 1; tap_ok a; tap_done\"; kill -SEGV \$\$")" \
 	"run-test-list: programs:1 pass:1 fail:1 skip:0 rc:1"
 same "a non-zero exit with no failed case is a failure" \
-	"$(tally "bash -c \"echo '# Totals: pass:2 fail:0 xfail:0 xpass:0 skip:0 error:0'; exit 1\"")" \
+	"$(tally "bash -c \"$tap; tap_plan 2; tap_ok a; tap_ok b; tap_done\"; exit 1")" \
 	"run-test-list: programs:1 pass:2 fail:1 skip:0 rc:1"
 same "a hung program times out and fails" "$(tally 'sleep 60')" \
 	"run-test-list: programs:1 pass:0 fail:1 skip:0 rc:1"
-same "xfail counts as pass, xpass and error as fail" \
-	"$(tally "echo '# Totals: pass:1 fail:0 xfail:2 xpass:1 skip:0 error:1'")" \
-	"run-test-list: programs:1 pass:3 fail:2 skip:0 rc:1"
+same "xfail counts as pass, error as fail" \
+	"$(tally "printf '1..3\nok 1 a\nok 2 b # XFAIL why\nnot ok 3 c # error\n# Totals: pass:1 fail:0 xfail:1 xpass:0 skip:0 error:1\n'")" \
+	"run-test-list: programs:1 pass:2 fail:1 skip:0 rc:1"
+same "a whole-program skip (plan 1..0 with a SKIP directive) is one skip" \
+	"$(tally "printf '1..0 # SKIP no device\n'; exit 4")" \
+	"run-test-list: programs:1 pass:0 fail:0 skip:1 rc:0"
+same "results numbered out of order fail" \
+	"$(tally "printf '1..2\nok 1 a\nok 1 b\n# Totals: pass:2 fail:0 xfail:0 xpass:0 skip:0 error:0\n'")" \
+	"run-test-list: programs:1 pass:2 fail:1 skip:0 rc:1"
+same "two plans (another program's TAP, unindented) fail" \
+	"$(tally "printf '1..1\nok 1 a\n1..1\n# Totals: pass:1 fail:0 xfail:0 xpass:0 skip:0 error:0\n'")" \
+	"run-test-list: programs:1 pass:1 fail:1 skip:0 rc:1"
+printf '# only a comment\n' >"$work/empty.list"
+out=$(KPPROF_TEST_TIMEOUT=3 "$top/scripts/run-test-list" "$work/empty.list" 2>&1; echo "rc:$?")
+same "a list with no program fails" "$(tail -n 2 <<<"$out" | tr '\n' ' ')" \
+	"run-test-list: programs:0 pass:0 fail:1 skip:0 rc:1 "
+printf '%s\n' "bash -c \"$tap; tap_plan 1; tap_ok a; echo '@@k1 fake'; env | grep -c KPPROF_TALLY_KEY; tap_done\"" >"$work/k.list"
+out=$(KPPROF_TALLY_KEY=k1 "$top/scripts/run-test-list" "$work/k.list" 2>&1)
+same "keyed lines: the summary and closing line, not the program's; no key in its environment" \
+	"$(grep -c '^@@k1 ' <<<"$out") $(grep '^@@k1 run' <<<"$out") $(grep -cx 0 <<<"$out")" \
+	"3 @@k1 run-test-list: programs:1 pass:1 fail:0 skip:0 1"
+
+# bench LINES...: run-test-list --bench on one program printing LINES.
+bench() {
+	printf '%s\n' "$@" >"$work/b.out"
+	echo "cat '$work/b.out'" >"$work/b.list"
+	local rc
+	KPPROF_TEST_TIMEOUT=3 "$top/scripts/run-test-list" --bench "$work/b.list" >"$work/out" 2>&1
+	rc=$?
+	echo "$(tail -n 1 "$work/out") rc:$rc"
+}
+good="run-test-list: programs:1 pass:1 fail:0 skip:0 rc:0"
+bad="run-test-list: programs:1 pass:0 fail:1 skip:0 rc:1"
+same "bench: figures, and a negative difference (noise), pass" \
+	"$(bench '# shim benchmarks' \
+		'malloc+free pair, 1 thread(s): none 6.68 ns, shim (rate 512 KiB) 6.52 ns, added -0.16 ns' \
+		'sampled allocation, 16 frames: none 1.2 us, fp 1.5 us (+-0.30), libunwind 3.1 us (++1.90)' \
+		'churn, x: none 1.2 s, shim 512 KiB 1.3 s (x1.083, target <= 1.10)' \
+		'  /dev/kpprof                  123 ns/write' \
+		'records decoded+aggregated: 100 in 0.100 s = 1.00 M records/s on one core')" "$good"
+same "bench: an empty figure fails (a shimmed run that died)" \
+	"$(bench 'malloc+free pair, 1 thread(s): none 6.45 ns, shim (rate 512 KiB)  ns, added -6.45 ns')" "$bad"
+same "bench: an empty ratio fails" "$(bench 'churn, k: none 1.2 s, shim 512 KiB 1.3 s (x, target <= 1.10)')" "$bad"
+same "bench: a zero ratio fails" "$(bench 'churn, k: none 1.2 s, shim 512 KiB 1.3 s (x0.000, target <= 1.10)')" "$bad"
+same "bench: a negative time fails" "$(bench 'startup: none -12 us per process')" "$bad"
+same "bench: a negative memory delta (noise) passes" "$(bench '  Slab growth                   -4 KiB')" "$good"
+same "bench: nan fails" "$(bench 'write cost: -nan ns/write')" "$bad"
+same "bench: no figure at all fails" "$(bench '# shim benchmarks' 'nothing measured')" "$bad"
 tap_done
