@@ -12,7 +12,7 @@
 #   unsampled pair with 0 and 200K live samples   ns, shim vs none (host only:
 #                                                 the rate is switched in the file)
 #   uncontended lock+unlock pair                  ns, shim (profiles off/on) vs none
-#   sampled allocation at 16 and 64 frames        us, fp vs libunwind
+#   sampled allocation at 16 and 64 frames        us, fp vs DWARF (libgcc)
 #   where a sample's time goes (sample_cost)      us per part (host only)
 #   churn: 2 threads, 16 B..8 KiB, 1024 live      wall/CPU ratios: shim at 512 KiB,
 #                                                 shim sampling off, and the peers
@@ -161,8 +161,8 @@ S=$((N / 100))
 for depth in 16 64; do
 	base=$(median3 alloc_at_depth_$depth plain "$w" bench-sampled $depth $S)
 	fp=$(KPPROF_UNWIND=fp median3 alloc_at_depth_$depth shimmed 1 "$w" bench-sampled $depth $S)
-	lu=$(KPPROF_UNWIND=libunwind median3 alloc_at_depth_$depth shimmed 1 "$w" bench-sampled $depth $S)
-	echo "sampled allocation, $depth frames: none $base us, fp $fp us (+$(diff_ "$fp" "$base")), libunwind $lu us (+$(diff_ "$lu" "$base"))"
+	lu=$(KPPROF_UNWIND=dwarf median3 alloc_at_depth_$depth shimmed 1 "$w" bench-sampled $depth $S)
+	echo "sampled allocation, $depth frames: none $base us, fp $fp us (+$(diff_ "$fp" "$base")), dwarf $lu us (+$(diff_ "$lu" "$base"))"
 done
 
 if [ $module = 0 ]; then
