@@ -5,11 +5,13 @@
  * 16 frames deep:
  *
  *   unwind_fp         kpp_stack_fp, 16+ frames
- *   unwind_dwarf      kpp_stack_dwarf (libgcc's _Unwind_Backtrace), 16+ frames
+ *   unwind_libgcc     kpp_stack_dwarf (libgcc's _Unwind_Backtrace, no cache;
+ *                     the fallback of the DWARF unwinder), 16+ frames
  *   sample_fp         what a sampled event costs besides its submission:
  *                     claim a private stack, switch to it, capture the
  *                     stack (fp), fill the ALLOC record, switch back
- *   sample_dwarf      the same with the DWARF unwinder (the default)
+ *   sample_dwarf      the same with the DWARF unwinder (the default: rules
+ *                     cached per private stack, unwind_cache.c)
  *   set_insert_remove kpp_set_insert + kpp_set_remove of one address
  *   write_record      write(2) of an ALLOC record with 16 pcs to /dev/null
  *                     (the test sink; the module's write/ioctl costs more)
@@ -165,7 +167,7 @@ __attribute__((noinline)) static double at_depth(int depth, part_fn *fn)
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; part_fn *fn; } parts[] = {
-		{ "unwind_fp", do_fp }, { "unwind_dwarf", do_unwind },
+		{ "unwind_fp", do_fp }, { "unwind_libgcc", do_unwind },
 		{ "sample_fp", do_sample_fp }, { "sample_dwarf", do_sample_dwarf },
 		{ "set_insert_remove", do_set }, { "write_record", do_write },
 		{ "ioctl_enotty", do_ioctl }, { "fstat", do_fstat }, { "clock", do_clock },

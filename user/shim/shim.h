@@ -264,6 +264,16 @@ void kpp_unwind_fork_child(bool parent_threaded) KPP_HIDDEN;
 bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
 			  void *arg) KPP_HIDDEN;
 void kpp_stackpool_fork_child(struct kpp_thread *t) KPP_HIDDEN;
+/* The unwind-rule cache of the thread's private stack, NULL outside one. */
+#define KPP_UNWIND_CACHE_BYTES	(16 << 10)
+void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
+/*
+ * kpp_stack_cached - the DWARF stack from the frame record at @caller_fp
+ * with the rules cached in @cache (unwind_cache.c); -1: a frame it cannot
+ * take, use kpp_stack_dwarf.
+ */
+int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int max,
+		     bool (*in_self)(uintptr_t)) KPP_HIDDEN;
 uint64_t kpp_stackpool_skipped(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- records */

@@ -10,7 +10,8 @@
  *  - DWARF: libgcc's unwinder (_Unwind_Backtrace over .eh_frame), linked
  *    into libkpprof.so statically under private names (kpp_Unwind_*, see
  *    the Makefile), so the program's own C++ exceptions keep using
- *    libgcc_s and never meet this copy.  Exact through any code with
+ *    libgcc_s and never meet this copy.  unwind_cache.c takes most stacks
+ *    faster with the same tables; this is its fallback.  Exact through any code with
  *    unwind tables, which Debian's binaries have, frame pointers or not.
  *    GCC 12's copy finds an address's FDE with glibc's _dl_find_object
  *    (2.35+): lock-free and async-signal-safe, no dl_iterate_phdr, no
@@ -194,14 +195,41 @@ static unsigned int cut_at_bad_pc(const __u64 *pcs, unsigned int n)
 	return n;
 }
 
+#ifdef KPP_UNWIND_CROSSCHECK
+/* A test build: every cached stack is compared with libgcc's. */
+static _Atomic uint64_t crosscheck[2];	/* stacks by libgcc, cached */
+
+__attribute__((destructor)) static void crosscheck_report(void)
+{
+	kpp_debug("stacks: %llu by libgcc, %llu cached (checked)",
+		  (unsigned long long)crosscheck[0], (unsigned long long)crosscheck[1]);
+}
+#endif
+
 unsigned int kpp_stack(struct kpp_thread *t, uintptr_t caller_fp, __u64 *pcs,
 		       unsigned int max)
 {
 	unsigned int n;
 
-	if (kpp.unwind_libunwind)
-		n = kpp_stack_dwarf(pcs, max);
-	else
+	if (kpp.unwind_libunwind) {
+		void *cache = kpp_stackpool_cache(t);
+		int got = cache && caller_fp ?
+			  kpp_stack_cached(cache, caller_fp, pcs, max, in_self) : -1;
+
+		n = got >= 0 ? (unsigned int)got : kpp_stack_dwarf(pcs, max);
+#ifdef KPP_UNWIND_CROSSCHECK
+		atomic_fetch_add(&crosscheck[got >= 0], 1);
+		if (got >= 0) {
+			__u64 ref[KPPROF_STACK_DEPTH_MAX];
+			unsigned int m = kpp_stack_dwarf(ref, max);
+
+			if (m != n || memcmp(ref, pcs, n * sizeof(*pcs)))
+				kpp_debug("cached stack differs: %u frames vs libgcc's %u; first %#llx / %#llx",
+					  n, m, (unsigned long long)pcs[0],
+					  (unsigned long long)ref[0]);
+		}
+#endif
+	} else
 		n = stack_fp(t, caller_fp, pcs, max);
 	return cut_at_bad_pc(pcs, n);
 }

@@ -15,6 +15,9 @@
  * slot: the per-thread guard keeps a signal handler from sampling while
  * its thread is inside a sample.
  *
+ * Above each stack, the DWARF unwinder's rule cache (unwind_cache.c):
+ * used only by the slot's holder, so it needs no synchronisation.
+ *
  * A signal delivered while a thread runs on a private stack runs its
  * handler there too (unless the handler has its own sigaltstack): the
  * stacks are large enough for a handler, not for deep recursion in one.
@@ -29,6 +32,8 @@
 
 static _Atomic uint64_t slots_used;		/* bit i: slot i is claimed */
 static void *_Atomic stacks[KPP_STACKS];	/* low end of the guard page */
+/* Each slot's mapping: guard page, stack, the unwind-rule cache above. */
+#define KPP_SLOT_SIZE	(KPP_GUARD_SIZE + KPP_STACK_SIZE + KPP_UNWIND_CACHE_BYTES)
 static _Atomic uint64_t busy, map_failed;
 
 /* kpp_switch_call - switch.S */
@@ -68,12 +73,12 @@ static void *slot_stack(int i)
 	if (likely(s))
 		return s;
 	/* Only the claimant of slot i gets here: no race on stacks[i]. */
-	s = mmap(NULL, KPP_GUARD_SIZE + KPP_STACK_SIZE, PROT_READ | PROT_WRITE,
+	s = mmap(NULL, KPP_SLOT_SIZE, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 	if (s == MAP_FAILED)
 		return NULL;
 	if (mprotect(s, KPP_GUARD_SIZE, PROT_NONE)) {
-		munmap(s, KPP_GUARD_SIZE + KPP_STACK_SIZE);
+		munmap(s, KPP_SLOT_SIZE);
 		return NULL;
 	}
 	atomic_store_explicit(&stacks[i], s, memory_order_relaxed);
@@ -101,6 +106,16 @@ bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
 	t->stack_slot = 0;
 	release(i);
 	return true;
+}
+
+void *kpp_stackpool_cache(struct kpp_thread *t)
+{
+	char *s;
+
+	if (!t->stack_slot)
+		return NULL;
+	s = atomic_load_explicit(&stacks[t->stack_slot - 1], memory_order_relaxed);
+	return s + KPP_GUARD_SIZE + KPP_STACK_SIZE;
 }
 
 void kpp_stackpool_fork_child(struct kpp_thread *t)
