@@ -76,12 +76,31 @@ static int64_t sleb(const uint8_t **p, const uint8_t *end, bool *bad)
 		shift += 7;
 		if (!(b & 0x80)) {
 			if (shift < 64 && (b & 0x40))
-				v |= -((int64_t)1 << shift);
+				v = (int64_t)((uint64_t)v | (~(uint64_t)0 << shift));
 			return v;
 		}
 	}
 	*bad = true;
 	return 0;
+}
+
+/* An offset or factor: corrupt tables must not overflow what it scales. */
+static int64_t uoff(const uint8_t **p, const uint8_t *end, bool *bad)
+{
+	uint64_t v = uleb(p, end, bad);
+
+	if (v > (1U << 24))
+		*bad = true;
+	return *bad ? 0 : (int64_t)v;
+}
+
+static int64_t soff(const uint8_t **p, const uint8_t *end, bool *bad)
+{
+	int64_t v = sleb(p, end, bad);
+
+	if (v > (1 << 24) || v < -(1 << 24))
+		*bad = true;
+	return *bad ? 0 : v;
 }
 
 /* Size of a pointer in encoding @enc; 0 if not a fixed size we read. */
@@ -147,7 +166,7 @@ static void run(struct cfa_vm *vm, const uint8_t *p, const uint8_t *end,
 			goto advance;
 		case 0x80:
 			set_offset(vm, op & 0x3f,
-				   (int64_t)uleb(&p, end, &bad) * vm->data_align);
+				   uoff(&p, end, &bad) * vm->data_align);
 			continue;
 		case 0xc0:
 			reg = op & 0x3f;
@@ -177,7 +196,7 @@ static void run(struct cfa_vm *vm, const uint8_t *p, const uint8_t *end,
 			goto advance;
 		case 0x05:	/* offset_extended */
 			reg = uleb(&p, end, &bad);
-			set_offset(vm, reg, (int64_t)uleb(&p, end, &bad) * vm->data_align);
+			set_offset(vm, reg, uoff(&p, end, &bad) * vm->data_align);
 			break;
 		case 0x06:	/* restore_extended */
 			reg = uleb(&p, end, &bad);
@@ -214,13 +233,13 @@ static void run(struct cfa_vm *vm, const uint8_t *p, const uint8_t *end,
 			break;
 		case 0x0c:	/* def_cfa */
 			vm->s.cfa_reg = uleb(&p, end, &bad);
-			vm->s.cfa_off = (int64_t)uleb(&p, end, &bad);
+			vm->s.cfa_off = uoff(&p, end, &bad);
 			break;
 		case 0x0d:	/* def_cfa_register */
 			vm->s.cfa_reg = uleb(&p, end, &bad);
 			break;
 		case 0x0e:	/* def_cfa_offset */
-			vm->s.cfa_off = (int64_t)uleb(&p, end, &bad);
+			vm->s.cfa_off = uoff(&p, end, &bad);
 			break;
 		case 0x10:	/* expression */
 		case 0x16:	/* val_expression */
@@ -232,14 +251,14 @@ static void run(struct cfa_vm *vm, const uint8_t *p, const uint8_t *end,
 			break;
 		case 0x11:	/* offset_extended_sf */
 			reg = uleb(&p, end, &bad);
-			set_offset(vm, reg, sleb(&p, end, &bad) * vm->data_align);
+			set_offset(vm, reg, soff(&p, end, &bad) * vm->data_align);
 			break;
 		case 0x12:	/* def_cfa_sf */
 			vm->s.cfa_reg = uleb(&p, end, &bad);
-			vm->s.cfa_off = sleb(&p, end, &bad) * vm->data_align;
+			vm->s.cfa_off = soff(&p, end, &bad) * vm->data_align;
 			break;
 		case 0x13:	/* def_cfa_offset_sf */
-			vm->s.cfa_off = sleb(&p, end, &bad) * vm->data_align;
+			vm->s.cfa_off = soff(&p, end, &bad) * vm->data_align;
 			break;
 		case 0x14:	/* val_offset */
 			set_other(vm, uleb(&p, end, &bad));
@@ -311,8 +330,8 @@ static void find_rule(struct rule *r, uint64_t pc)
 	p = (const uint8_t *)aug + strlen(aug) + 1;
 	memset(&vm, 0, sizeof(vm));
 	vm.s.ra = -1;
-	vm.code_align = uleb(&p, cie_end, &bad);
-	vm.data_align = sleb(&p, cie_end, &bad);
+	vm.code_align = (uint64_t)uoff(&p, cie_end, &bad);
+	vm.data_align = soff(&p, cie_end, &bad);
 	if ((version == 1 ? *p++ : uleb(&p, cie_end, &bad)) != DW_RA)
 		return;
 	has_z = aug[0] == 'z';
@@ -322,7 +341,11 @@ static void find_rule(struct rule *r, uint64_t pc)
 		uint64_t alen = uleb(&p, cie_end, &bad);
 		const uint8_t *a = p;
 
+		if (bad || alen > (uint64_t)(cie_end - p))
+			return;
 		for (const char *c = aug + 1; *c && !bad; c++) {
+			if (a >= p + alen)
+				return;
 			if (*c == 'R') {
 				fde_enc = *a++;
 			} else if (*c == 'L') {
@@ -351,10 +374,15 @@ static void find_rule(struct rule *r, uint64_t pc)
 	if (!size)
 		return;
 	p = fde + 8 + 2 * size;
-	if (has_z)
-		p += uleb(&p, end, &bad);
-	if (bad || p > end)
+	if (p > end)
 		return;
+	if (has_z) {
+		uint64_t alen = uleb(&p, end, &bad);
+
+		if (bad || alen > (uint64_t)(end - p))
+			return;
+		p += alen;
+	}
 	run(&vm, p, end, (uintptr_t)bases.func, pc, false);
 	if (vm.slow || (vm.s.cfa_reg != DW_RSP && vm.s.cfa_reg != DW_RBP) ||
 	    vm.s.cfa_off < 8 || vm.s.cfa_off > INT32_MAX ||
