@@ -15,7 +15,11 @@
 #   - the shim exports no unwinder symbol (the program's exceptions keep
 #     libgcc_s);
 #   - its static TLS, carved from every thread's stack, is at most
-#     TLS_MAX bytes (record buffers live on private stacks, not in TLS).
+#     TLS_MAX bytes (record buffers live on private stacks, not in TLS);
+#   - the DWARF unwinder's rule cache (unwind_cache.c) takes the same stacks
+#     as libgcc's unwinder: libkpprof-crosscheck.so compares every stack it
+#     takes (python3 with threads and sqlite, the fp-less chain, a 64-deep
+#     workload), and takes most of them.
 # usage: selftests/shim/stack_host_test.sh [SHIM.so...]
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -87,4 +91,26 @@ for lib in "$@"; do
 		tap_ok "$b: static TLS $tls bytes (at most $TLS_MAX)" ||
 		tap_fail "$b: static TLS" "${tls:-none} bytes, at most $TLS_MAX"
 done
+
+# The rule cache against libgcc, on the test build that compares them.
+xc=$top/user/shim/libkpprof-crosscheck.so
+py='import json, threading, sqlite3
+d = [{"k": i, "v": [str(j) for j in range(5)]} for i in range(2000)]
+json.loads(json.dumps(d))
+def f(n): return [bytearray(100) for _ in range(50)] if n == 0 else f(n - 1)
+c = sqlite3.connect(":memory:"); c.execute("create table t(a)")
+c.executemany("insert into t values(?)", [(i,) for i in range(2000)])
+ts = [threading.Thread(target=f, args=(8,)) for _ in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]'
+{
+	KPPROF_DEBUG=1 shimmed "$xc" dwarf /usr/bin/python3 -c "$py"
+	KPPROF_DEBUG=1 shimmed "$xc" dwarf "$d/stack_checks" deep "$d/libshim_deep.so"
+	KPPROF_DEBUG=1 shimmed "$xc" dwarf "$d/shim_workload" bench-sampled 64 2000
+} >"$tmp/xc" 2>&1
+differ=$(grep -c 'cached stack differs' "$tmp/xc")
+cached=$(sed -n 's/.*stacks: \([0-9]*\) by libgcc, \([0-9]*\) cached.*/\2/p' "$tmp/xc" | paste -sd+ | bc)
+slow=$(sed -n 's/.*stacks: \([0-9]*\) by libgcc, \([0-9]*\) cached.*/\1/p' "$tmp/xc" | paste -sd+ | bc)
+[ "$differ" = 0 ] && [ "${cached:-0}" -gt 1000 ] && [ "${slow:-0}" -lt "$((cached / 100 + 1))" ] &&
+	tap_ok "rule cache: $cached stacks taken as libgcc takes them, $slow left to libgcc" ||
+	{ tap_diag "$(grep -m 5 'differs' "$tmp/xc")"; tap_fail "rule cache" "$differ stacks differ; $cached cached, $slow by libgcc"; }
 tap_done
