@@ -19,7 +19,7 @@
 #   malloc+free pair, 2 threads, 512 KiB          ns, shim vs none
 #   unsampled pair with 0 and 200K live samples   ns, shim vs none (host only:
 #                                                 the rate is switched in the file)
-#   sampled malloc+free at 16 and 64 frames       us, fp and libunwind, vs none
+#   sampled malloc+free at 16 and 64 frames       us, fp and DWARF (libgcc), vs none
 #   where a sample's time goes (sample_cost)      us per part (host only)
 #   churn: 2 threads, 16 B..8 KiB, 1024 live      wall/CPU ratios: shim at 512 KiB,
 #                                                 shim sampling off, and the peers
@@ -265,7 +265,7 @@ S=$((N / 100))
 unwound() { KPPROF_UNWIND=$1 shimmed 1 "${@:2}"; }
 [ $module = 0 ] && wr=$("$d/sample_cost" 2>/dev/null | awk '$1 == "write_record" { print $2 }')
 for depth in 16 64; do
-	for uw in fp libunwind; do
+	for uw in fp dwarf; do
 		paired "sampled malloc+free, $depth frames, $uw" alloc_at_depth_$depth us - -- \
 			plain "$w" bench-sampled $depth $S -- \
 			unwound $uw "$w" bench-sampled $depth $S

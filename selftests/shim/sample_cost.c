@@ -5,7 +5,13 @@
  * 16 frames deep:
  *
  *   unwind_fp         kpp_stack_fp, 16+ frames
- *   unwind_libunwind  kpp_stack_unwind (unw_backtrace), 16+ frames
+ *   unwind_libgcc     kpp_stack_dwarf (libgcc's _Unwind_Backtrace, no cache;
+ *                     the fallback of the DWARF unwinder), 16+ frames
+ *   sample_fp         what a sampled event costs besides its submission:
+ *                     claim a private stack, switch to it, capture the
+ *                     stack (fp), fill the ALLOC record, switch back
+ *   sample_dwarf      the same with the DWARF unwinder (the default: rules
+ *                     cached per private stack, unwind_cache.c)
  *   set_insert_remove kpp_set_insert + kpp_set_remove of one address
  *   write_record      write(2) of an ALLOC record with 16 pcs to /dev/null
  *                     (the test sink; the module's write/ioctl costs more)
@@ -20,6 +26,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -63,7 +70,42 @@ static void do_unwind(void)
 {
 	__u64 pcs[64];
 
-	if (!kpp_stack_unwind(pcs, 64))
+	if (!kpp_stack_dwarf(pcs, 64))
+		abort();
+}
+
+/* emit.c's alloc_body without kpp_maps_sync and the submission. */
+static void body(void *arg, uintptr_t caller_fp)
+{
+	struct {
+		struct kpprof_rec_alloc r;
+		__u64 pcs[KPPROF_STACK_DEPTH_MAX];
+	} b;
+	unsigned int n = kpp_stack(&kpp_thread, caller_fp, b.r.pcs, 64);
+
+	if (!n)
+		abort();
+	memset(&b.r.hdr, 0, sizeof(b.r.hdr));
+	b.r.hdr.kind = KPPROF_REC_ALLOC;
+	b.r.hdr.nr_pcs = (__u16)n;
+	b.r.hdr.size = (__u32)(sizeof(b.r) + n * sizeof(__u64));
+	b.r.addr = (uintptr_t)arg;
+	b.r.bytes = 64;
+	b.r.rate = 1;
+	__asm__ volatile("" : : "r"(&b) : "memory");
+}
+
+static void do_sample_fp(void)
+{
+	kpp.unwind_libunwind = 0;
+	if (!kpp_on_private_stack(&kpp_thread, body, &rec))
+		abort();
+}
+
+static void do_sample_dwarf(void)
+{
+	kpp.unwind_libunwind = 1;
+	if (!kpp_on_private_stack(&kpp_thread, body, &rec))
 		abort();
 }
 
@@ -125,7 +167,8 @@ __attribute__((noinline)) static double at_depth(int depth, part_fn *fn)
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; part_fn *fn; } parts[] = {
-		{ "unwind_fp", do_fp }, { "unwind_libunwind", do_unwind },
+		{ "unwind_fp", do_fp }, { "unwind_libgcc", do_unwind },
+		{ "sample_fp", do_sample_fp }, { "sample_dwarf", do_sample_dwarf },
 		{ "set_insert_remove", do_set }, { "write_record", do_write },
 		{ "ioctl_enotty", do_ioctl }, { "fstat", do_fstat }, { "clock", do_clock },
 	};

@@ -202,40 +202,48 @@ void kpp_emit_comm(__u32 reason)
 }
 
 /*
- * The records with a stack are built in per-thread storage, not on the
- * caller's stack: a sample may run on a small sigaltstack or a coroutine's
- * stack, where 1 KiB more can be an overflow.  One buffer per thread is
- * enough: these run inside kpp_sample_begin(), whose guard keeps a signal
- * handler on the same thread from sampling meanwhile.
+ * The records with a stack are built, and submitted, on a private stack
+ * (stackpool.c), not on the caller's: a sample may run on a small
+ * sigaltstack or a coroutine's stack, where 1 KiB more can be an overflow,
+ * and per-thread storage for them would be static TLS carved from every
+ * thread's stack.  A sample is skipped (counted) when no private stack is
+ * free.
  */
-static KPP_TLS union {
+struct alloc_job {
+	struct kpp_thread *t;
+	const void *addr;
+	uint64_t bytes, rate;
+	bool sent;
+};
+
+static void alloc_body(void *arg, uintptr_t caller_fp)
+{
+	struct alloc_job *j = arg;
 	struct {
 		struct kpprof_rec_alloc r;
 		__u64 pcs[KPPROF_STACK_DEPTH_MAX];
-	} alloc;
-	struct {
-		struct kpprof_rec_contention r;
-		__u64 pcs[KPPROF_STACK_DEPTH_MAX];
-	} cont;
-} rec_buf;
+	} b;
+	unsigned int n = kpp_stack(j->t, caller_fp, b.r.pcs, j->t->max_depth);
+	size_t size;
+
+	if (!n)
+		return;	/* a record needs at least one frame */
+	kpp_maps_sync();
+	size = sizeof(b.r) + n * sizeof(__u64);
+	header(&b.r.hdr, KPPROF_REC_ALLOC, (__u16)n, size);
+	b.r.addr = (uintptr_t)j->addr;
+	b.r.bytes = j->bytes;
+	b.r.rate = j->rate;
+	/* Not accepted (ring full, stopped): no FREE will be needed. */
+	j->sent = kpp_emit(&b, size) == 0;
+}
 
 bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,
 		    uint64_t rate)
 {
-	__typeof__(rec_buf.alloc) *b = &rec_buf.alloc;
-	unsigned int n = kpp_stack(t, b->r.pcs, t->max_depth);
-	size_t size;
+	struct alloc_job j = { .t = t, .addr = addr, .bytes = bytes, .rate = rate };
 
-	if (!n)
-		return false;	/* a record needs at least one frame */
-	kpp_maps_sync();
-	size = sizeof(b->r) + n * sizeof(__u64);
-	header(&b->r.hdr, KPPROF_REC_ALLOC, (__u16)n, size);
-	b->r.addr = (uintptr_t)addr;
-	b->r.bytes = bytes;
-	b->r.rate = rate;
-	/* Not accepted (ring full, stopped): no FREE will be needed. */
-	return kpp_emit(b, size) == 0;
+	return kpp_on_private_stack(t, alloc_body, &j) && j.sent;
 }
 
 static int submit_free(const void *addr, uint64_t bytes)
@@ -248,20 +256,40 @@ static int submit_free(const void *addr, uint64_t bytes)
 	return kpp_emit(&r, sizeof(r));
 }
 
-void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
-			 uint64_t delay_ns, uint64_t rate)
+struct contention_job {
+	struct kpp_thread *t;
+	const void *lock;
+	uint64_t delay_ns, rate;
+	__u16 kind;
+};
+
+static void contention_body(void *arg, uintptr_t caller_fp)
 {
-	__typeof__(rec_buf.cont) *b = &rec_buf.cont;
-	unsigned int n = kpp_stack(t, b->r.pcs, t->max_depth);
+	struct contention_job *j = arg;
+	struct {
+		struct kpprof_rec_contention r;
+		__u64 pcs[KPPROF_STACK_DEPTH_MAX];
+	} b;
+	unsigned int n = kpp_stack(j->t, caller_fp, b.r.pcs, j->t->max_depth);
 	size_t size;
 
 	if (!n)
 		return;
 	kpp_maps_sync();
-	size = sizeof(b->r) + n * sizeof(__u64);
-	header(&b->r.hdr, kind, (__u16)n, size);
-	b->r.delay_ns = delay_ns ? delay_ns : 1;
-	b->r.rate = rate;
-	b->r.lock = (uintptr_t)lock;
-	kpp_emit(b, size);
+	size = sizeof(b.r) + n * sizeof(__u64);
+	header(&b.r.hdr, j->kind, (__u16)n, size);
+	b.r.delay_ns = j->delay_ns ? j->delay_ns : 1;
+	b.r.rate = j->rate;
+	b.r.lock = (uintptr_t)j->lock;
+	kpp_emit(&b, size);
+}
+
+void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
+			 uint64_t delay_ns, uint64_t rate)
+{
+	struct contention_job j = {
+		.t = t, .lock = lock, .delay_ns = delay_ns, .rate = rate, .kind = kind,
+	};
+
+	kpp_on_private_stack(t, contention_body, &j);
 }

@@ -311,8 +311,8 @@ static void kpp_init(void)
 	kpp.debug = s && *s == '1';
 	s = getenv("KPPROF_UNWIND");
 	kpp.unwind_libunwind = !(s && !strcmp(s, "fp"));
-	if (s && strcmp(s, "fp") && strcmp(s, "libunwind"))
-		kpp_debug("KPPROF_UNWIND=%s unknown, using libunwind", s);
+	if (s && strcmp(s, "fp") && strcmp(s, "dwarf") && strcmp(s, "libunwind"))
+		kpp_debug("KPPROF_UNWIND=%s unknown, using dwarf", s);
 	kpp.env_mem_rate = kpp_env_u64("KPPROF_MEM_RATE", 1ULL << 40);
 	kpp.env_block_rate = kpp_env_u64("KPPROF_BLOCK_RATE", 1ULL << 40);
 	kpp.env_mutex_fraction = kpp_env_u64("KPPROF_MUTEX_FRACTION", UINT32_MAX);
@@ -337,7 +337,7 @@ static void kpp_init(void)
 	kpp_check_interposed();
 	t->guard = 0;
 	atomic_store_explicit(&kpp.ready, 1, memory_order_release);
-	kpp_debug("sampling (unwinder %s)", kpp.unwind_libunwind ? "libunwind" : "fp");
+	kpp_debug("sampling (unwinder %s)", kpp.unwind_libunwind ? "dwarf" : "fp");
 	errno = saved;
 }
 

@@ -4,10 +4,11 @@
  *
  * Constraints every file here lives by:
  *  - The sampling path never calls the allocator it wraps for its own
- *    data: record buffers live on the stack or in static storage, tables
- *    come from mmap(2).  Code it calls into (libunwind, dl_iterate_phdr,
- *    pthread_getattr_np) may allocate: such calls run with the per-thread
- *    guard set, so the nested malloc/free/lock calls pass straight through.
+ *    data: record buffers live on a private stack (stackpool.c) or in
+ *    static storage, tables come from mmap(2).  Code it calls into
+ *    (dl_iterate_phdr, pthread_getattr_np) may allocate: such calls run
+ *    with the per-thread guard set, so the nested malloc/free/lock calls
+ *    pass straight through.
  *  - It never blocks on a lock another thread may hold while that thread
  *    waits for us: the sampled-address table and lock.c's wait table are
  *    lock-free, and the few spinlocks (mapping table) are never held
@@ -122,6 +123,7 @@ struct kpp_thread {
 	uint64_t heap_rate;
 	uint32_t emitting;
 	uint32_t flushing;		/* inside emit.c's flush_held() */
+	uint32_t stack_slot;		/* private stack in use + 1, 0: none */
 	sigset_t saved_mask;		/* signal mask on entry to a sampling path */
 };
 extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
@@ -133,7 +135,7 @@ struct kpp_global {
 	int fd;				/* /dev/kpprof, -1: pass-through */
 	int test_sink;			/* KPPROF_TEST_CONFIG: write(2) to fd */
 	const volatile struct kpprof_config_page *page;
-	int unwind_libunwind;		/* KPPROF_UNWIND: 1 libunwind, 0 fp */
+	int unwind_libunwind;		/* KPPROF_UNWIND: 1 DWARF (libgcc), 0 fp */
 	int debug;			/* KPPROF_DEBUG=1 */
 	int64_t env_mem_rate;		/* -1: not set in the environment */
 	int64_t env_block_rate;
@@ -244,13 +246,35 @@ void kpp_set_stats(struct kpp_set_stats *st) KPP_HIDDEN;
 /*
  * kpp_stack - capture the calling thread's user stack, leaf first, the
  * shim's own frames left out; at most @max frames; returns the count.
+ * Runs on a private stack (kpp_on_private_stack); @caller_fp is the frame
+ * record switch.S left on the caller's stack, where fp walks start.
  */
-unsigned int kpp_stack(struct kpp_thread *t, __u64 *pcs, unsigned int max) KPP_HIDDEN;
+unsigned int kpp_stack(struct kpp_thread *t, uintptr_t caller_fp, __u64 *pcs,
+		       unsigned int max) KPP_HIDDEN;
 unsigned int kpp_stack_fp(struct kpp_thread *t, __u64 *pcs, unsigned int max) KPP_HIDDEN;
-unsigned int kpp_stack_unwind(__u64 *pcs, unsigned int max) KPP_HIDDEN;
-/* libunwind is dlopen'ed at the first stack that may load it (stack.c). */
-bool kpp_unwind_loaded(void) KPP_HIDDEN;
+unsigned int kpp_stack_dwarf(__u64 *pcs, unsigned int max) KPP_HIDDEN;
+/* The child after fork: only this thread's private stack is in use. */
 void kpp_unwind_fork_child(bool parent_threaded) KPP_HIDDEN;
+
+/*
+ * kpp_on_private_stack - run @fn(@arg, caller_fp) on one of the pool's
+ * private stacks (stackpool.c); false, without calling it, if no stack
+ * was free (counted: kpp_stackpool_skipped).
+ */
+bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
+			  void *arg) KPP_HIDDEN;
+void kpp_stackpool_fork_child(struct kpp_thread *t) KPP_HIDDEN;
+/* The unwind-rule cache of the thread's private stack, NULL outside one. */
+#define KPP_UNWIND_CACHE_BYTES	(16 << 10)
+void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
+/*
+ * kpp_stack_cached - the DWARF stack from the frame record at @caller_fp
+ * with the rules cached in @cache (unwind_cache.c); -1: a frame it cannot
+ * take, use kpp_stack_dwarf.
+ */
+int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int max,
+		     bool (*in_self)(uintptr_t)) KPP_HIDDEN;
+uint64_t kpp_stackpool_skipped(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- records */
 

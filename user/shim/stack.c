@@ -2,35 +2,37 @@
 /*
  * Capturing user stacks: absolute return addresses, leaf first, where the
  * leaf is the caller of malloc or pthread_mutex_* (the shim's own frames
- * are recognised by address and left out).  Two unwinders, chosen by
- * KPPROF_UNWIND=fp|libunwind (default libunwind, see init.c):
+ * are recognised by address and left out).  This runs on one of
+ * stackpool.c's private stacks, reached through switch.S.  Two unwinders,
+ * chosen by KPPROF_UNWIND (init.c): the DWARF one (the default; "libunwind",
+ * its old name, is accepted for it) and fp.
  *
- *  - fp: follows the rbp chain.  Cheap, but only exact through code built
- *    with frame pointers, which Debian's libraries are not: through such
- *    code it stops early or records stale frames.  It never reads outside
- *    the thread's own stack: each frame pointer must lie between the
- *    current frame and the stack's top (from pthread_getattr_np, once per
- *    thread), be 8-aligned and grow strictly.
- *  - libunwind: unw_backtrace() with DWARF CFI (.eh_frame); exact through
- *    any code with unwind tables, slower.  It may allocate: the caller
- *    holds the per-thread guard, so that passes straight through.
- *
- * libunwind is not linked in: loading it (and liblzma beneath it) into
- * every process at start cost more than everything else the shim does in
- * a process that never samples (issue 11).  It is dlopen'ed at the first
- * stack, but only from a context where a dlopen can neither recurse into
- * the loader nor wait for it (load_libunwind()); a stack taken before that
- * -- the first sample fell inside the loader, say -- is a frame-pointer
- * stack, and the load is tried again at the next sample.
+ *  - DWARF: libgcc's unwinder (_Unwind_Backtrace over .eh_frame), linked
+ *    into libkpprof.so statically under private names (kpp_Unwind_*, see
+ *    the Makefile), so the program's own C++ exceptions keep using
+ *    libgcc_s and never meet this copy.  unwind_cache.c takes most stacks
+ *    faster with the same tables; this is its fallback.  Exact through any code with
+ *    unwind tables, which Debian's binaries have, frame pointers or not.
+ *    GCC 12's copy finds an address's FDE with glibc's _dl_find_object
+ *    (2.35+): lock-free and async-signal-safe, no dl_iterate_phdr, no
+ *    loader lock, no allocation, no descriptor (it trusts the CFI and
+ *    reads the stack without probing it first, as exception handling
+ *    does).  It starts on the private stack and walks through switch.S's
+ *    frame back onto the caller's; it needs about 2-3 KiB of stack, all of
+ *    it on the private one.
+ *  - fp: follows the rbp chain from the frame record switch.S left on the
+ *    caller's stack.  Cheap, but only exact through code built with frame
+ *    pointers, which Debian's libraries are not: through such code it
+ *    stops early or records stale frames.  It never reads outside the
+ *    thread's own stack: each frame pointer must lie between the current
+ *    frame and the stack's top (from pthread_getattr_np, once per thread),
+ *    be 8-aligned and grow strictly; so on a sigaltstack or a coroutine's
+ *    stack it records nothing.
  */
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <link.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/single_threaded.h>
-#include <unistd.h>
+#include <unwind.h>
 #include "shim.h"
 
 static bool in_self(uintptr_t pc)
@@ -45,14 +47,13 @@ extern void *__libc_stack_end;
  * Learn this thread's stack bounds once; 0 if they cannot be known.  On
  * the main thread's stack, from __libc_stack_end and RLIMIT_STACK: for
  * the main thread pthread_getattr_np() reads all of /proc/self/maps, a
- * cost the first stack of every process paid (libunwind is loaded only
- * from a sample on the thread's own stack, which this tells).  A walk
+ * cost the first stack of every process paid.  A walk
  * only reads between its own frame and the top, all mapped, so a lower
  * bound below the stack's real extent is harmless.
  */
-static void stack_bounds(struct kpp_thread *t)
+static void stack_bounds(struct kpp_thread *t, uintptr_t fp)
 {
-	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	uintptr_t here = fp;
 	uintptr_t top = ((uintptr_t)__libc_stack_end + 4095) & ~(uintptr_t)4095;
 	size_t main_size = (size_t)1 << 30;
 	pthread_attr_t attr;
@@ -78,16 +79,16 @@ static void stack_bounds(struct kpp_thread *t)
 	pthread_attr_destroy(&attr);
 }
 
-__attribute__((noinline))
-unsigned int kpp_stack_fp(struct kpp_thread *t, __u64 *pcs, unsigned int max)
+/* stack_fp - walk the rbp chain from the frame record at @fp. */
+static unsigned int stack_fp(struct kpp_thread *t, uintptr_t fp, __u64 *pcs,
+			     unsigned int max)
 {
-	uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
 	uintptr_t hi;
 	unsigned int n = 0, guard = 0;
 	bool leading = true;
 
 	if (!t->stack_known)
-		stack_bounds(t);
+		stack_bounds(t, fp);
 	/* On a signal stack or a coroutine's: no bounds to trust. */
 	if (fp < t->stack_lo || fp >= t->stack_hi)
 		return 0;
@@ -113,160 +114,71 @@ unsigned int kpp_stack_fp(struct kpp_thread *t, __u64 *pcs, unsigned int max)
 	return n;
 }
 
-/* Frames of libunwind and of the shim itself above the user's leaf. */
-#define UNWIND_SLACK	16
-
-/* Per thread, not on a possibly small stack (see emit.c's rec_buf). */
-static KPP_TLS void *unwind_buf[KPPROF_STACK_DEPTH_MAX + UNWIND_SLACK];
-
-static _Atomic int unwind_used;
-
-/*
- * first_backtrace - the process's first unw_backtrace(), during which
- * libunwind makes a pipe for itself (to test addresses before reading
- * them).  The pipe would take the two lowest free descriptors, so the
- * program's next open() would return 5 where it gets 3 without us:
- * occupy those two while libunwind makes it, then free them again.
- * Inherited by a forked child; a new image makes its own.
- */
-typedef int (*backtrace_fn)(void **, int);
-
+/* kpp_stack_fp - the fp stack from here, on the thread's own stack (tests). */
 __attribute__((noinline))
-static int first_backtrace(backtrace_fn bt, void **buf, int size)
+unsigned int kpp_stack_fp(struct kpp_thread *t, __u64 *pcs, unsigned int max)
 {
-	int low[2], got;
-
-	low[0] = fcntl(kpp.fd, F_DUPFD_CLOEXEC, 0);
-	low[1] = fcntl(kpp.fd, F_DUPFD_CLOEXEC, 0);
-	got = bt(buf, size);
-	for (int i = 1; i >= 0; i--)
-		if (low[i] >= 0)
-			close(low[i]);
-	return got;
+	return stack_fp(t, (uintptr_t)__builtin_frame_address(0), pcs, max);
 }
 
+/* libgcc's unwinder under private names (the Makefile renames them). */
+_Unwind_Reason_Code kpp_Unwind_Backtrace(_Unwind_Trace_Fn fn, void *arg) KPP_HIDDEN;
+_Unwind_Ptr kpp_Unwind_GetIP(struct _Unwind_Context *ctx) KPP_HIDDEN;
+
+struct dwarf_walk {
+	__u64 *pcs;
+	unsigned int n, max, frames;
+	int state;		/* WALK_* */
+};
+enum { WALK_BEFORE_SHIM, WALK_IN_SHIM, WALK_USER };
+
 /*
- * Loading libunwind.  States: not loaded; loading (one thread is inside
- * dlopen, the others take fp stacks meanwhile); loaded; failed for good
- * (no libunwind.so.8: fp from then on, said once under KPPROF_DEBUG).
+ * One frame: skip what precedes the first shim frame (none when the shim
+ * is a shared object: the walk starts in it), then the shim's run (the
+ * private stack's frames, switch.S, the wrapper), then record.  Bounded:
+ * a corrupt chain that never ends stops after max + 64 frames.
  */
-enum { UNW_NONE, UNW_LOADING, UNW_LOADED, UNW_FAILED };
-static _Atomic int unw_state;
-static _Atomic(backtrace_fn) unw_bt;
-
-#define LIBUNWIND	"libunwind.so.8"
-
-/*
- * may_dlopen - can this thread call dlopen now without recursing into the
- * loader or waiting on it in a way that can deadlock?  Not when
- *  - the caller of the wrapper (@leaf, exact: the shim keeps frame
- *    pointers, so the fp walker's first pc is right) is the dynamic loader
- *    itself: its own malloc calls (dlopen/dlclose in progress on this
- *    thread, TLS blocks of __tls_get_addr, lazy binding), with the
- *    loader's locks held;
- *  - this thread is inside dl_iterate_phdr (a callback that allocates);
- *  - any thread is half-way through mapping or unmapping objects
- *    (r_debug.r_state is not RT_CONSISTENT);
- *  - the sample is not on the thread's own stack (@leaf 0: the fp walker
- *    refuses a sigaltstack or a coroutine stack), most likely a signal
- *    handler on an alternate stack;
- *  - this is a child forked from a multi-threaded process that had not
- *    loaded libunwind yet: another thread of the parent may have held the
- *    loader's lock at the fork, held for ever in the child.  Such a child
- *    keeps fp stacks.
- * What it cannot see, and accepts as glibc does for its own lazy loads
- * (backtrace(), NSS, iconv): a handler on the normal stack that
- * interrupted the loader, and a lock the program holds while it
- * allocates that a library constructor running in another thread's
- * dlopen waits for.
- */
-static bool may_dlopen(uintptr_t leaf)
+static _Unwind_Reason_Code dwarf_frame(struct _Unwind_Context *ctx, void *arg)
 {
-	if (!leaf || kpp.fork_no_dlopen || kpp_loader_walking())
-		return false;
-	if (leaf >= kpp.ldso_lo && leaf < kpp.ldso_hi)
-		return false;
-	return !kpp.r_debug ||
-	       ((const volatile struct r_debug *)kpp.r_debug)->r_state == RT_CONSISTENT;
-}
+	struct dwarf_walk *w = arg;
+	uintptr_t pc = kpp_Unwind_GetIP(ctx);
 
-/* load_libunwind - unw_backtrace, or NULL: take an fp stack this time. */
-static backtrace_fn load_libunwind(struct kpp_thread *t)
-{
-	backtrace_fn bt = atomic_load_explicit(&unw_bt, memory_order_acquire);
-	__u64 leaf = 0;
-	int none = UNW_NONE;
-	void *h;
-
-	if (likely(bt) || atomic_load(&unw_state) != UNW_NONE)
-		return bt;
-	if (!kpp_stack_fp(t, &leaf, 1) || !may_dlopen((uintptr_t)leaf))
-		return NULL;
-	if (!atomic_compare_exchange_strong(&unw_state, &none, UNW_LOADING))
-		return NULL;
-	h = dlopen(LIBUNWIND, RTLD_NOW | RTLD_LOCAL);
-	if (h)
-		*(void **)&bt = dlsym(h, "unw_backtrace");
-	if (!bt) {
-		kpp_debug("cannot load %s (%s): frame-pointer stacks", LIBUNWIND,
-			  h ? "no unw_backtrace" : dlerror());
-		atomic_store(&unw_state, UNW_FAILED);
-		return NULL;
+	if (!pc || ++w->frames > w->max + 64)
+		return _URC_END_OF_STACK;
+	if (w->state == WALK_BEFORE_SHIM) {
+		if (!in_self(pc))
+			return _URC_NO_REASON;
+		w->state = WALK_IN_SHIM;
 	}
-	atomic_store_explicit(&unw_bt, bt, memory_order_release);
-	atomic_store(&unw_state, UNW_LOADED);
-	return bt;
-}
-
-/* kpp_unwind_loaded - libunwind is in: a forked child may use it. */
-bool kpp_unwind_loaded(void)
-{
-	return atomic_load(&unw_state) == UNW_LOADED;
-}
-
-/* kpp_unwind_fork_child - the child of a fork, with the loader's state
- * of the moment; @parent_threaded: other threads ran in the parent. */
-void kpp_unwind_fork_child(bool parent_threaded)
-{
-	if (atomic_load(&unw_state) == UNW_LOADING)
-		atomic_store(&unw_state, UNW_NONE);	/* cannot happen: fork_prepare waited */
-	kpp.fork_no_dlopen = kpp.fork_no_dlopen ||
-			     (parent_threaded && atomic_load(&unw_state) != UNW_LOADED);
+	if (w->state == WALK_IN_SHIM) {
+		if (in_self(pc))
+			return _URC_NO_REASON;
+		w->state = WALK_USER;
+	}
+	w->pcs[w->n++] = pc;
+	return w->n < w->max ? _URC_NO_REASON : _URC_END_OF_STACK;
 }
 
 __attribute__((noinline))
-static unsigned int stack_unwind(backtrace_fn bt, __u64 *pcs, unsigned int max)
+unsigned int kpp_stack_dwarf(__u64 *pcs, unsigned int max)
 {
-	void **buf = unwind_buf;
-	int got, first = 0, i;
-	unsigned int n = 0;
+	struct dwarf_walk w = { .pcs = pcs, .max = max };
 
 	if (max > KPPROF_STACK_DEPTH_MAX)
-		max = KPPROF_STACK_DEPTH_MAX;
-	if (unlikely(!atomic_load_explicit(&unwind_used, memory_order_relaxed)) &&
-	    !atomic_exchange(&unwind_used, 1))
-		got = first_backtrace(bt, buf, (int)max + UNWIND_SLACK);
-	else
-		got = bt(buf, (int)max + UNWIND_SLACK);
-	/* Skip what precedes the first shim frame, then the shim's run. */
-	for (i = 0; i < got && !in_self((uintptr_t)buf[i]); i++)
-		;
-	if (i < got) {
-		while (i < got && in_self((uintptr_t)buf[i]))
-			i++;
-		first = i;
-	}
-	for (i = first; i < got && n < max; i++)
-		pcs[n++] = (uintptr_t)buf[i];
-	return n;
+		w.max = KPPROF_STACK_DEPTH_MAX;
+	if (!w.max)
+		return 0;
+	/* With no shim range known (tests linking stack.c), keep it all. */
+	if (!kpp.self_hi)
+		w.state = WALK_USER;
+	kpp_Unwind_Backtrace(dwarf_frame, &w);
+	return w.n;
 }
 
-/* kpp_stack_unwind - the libunwind stack, loading it if need be (sample_cost). */
-unsigned int kpp_stack_unwind(__u64 *pcs, unsigned int max)
+void kpp_unwind_fork_child(bool parent_threaded)
 {
-	backtrace_fn bt = load_libunwind(&kpp_thread);
-
-	return bt ? stack_unwind(bt, pcs, max) : 0;
+	(void)parent_threaded;
+	kpp_stackpool_fork_child(&kpp_thread);
 }
 
 /*
@@ -283,15 +195,41 @@ static unsigned int cut_at_bad_pc(const __u64 *pcs, unsigned int n)
 	return n;
 }
 
-unsigned int kpp_stack(struct kpp_thread *t, __u64 *pcs, unsigned int max)
+#ifdef KPP_UNWIND_CROSSCHECK
+/* A test build: every cached stack is compared with libgcc's. */
+static _Atomic uint64_t crosscheck[2];	/* stacks by libgcc, cached */
+
+__attribute__((destructor)) static void crosscheck_report(void)
+{
+	kpp_debug("stacks: %llu by libgcc, %llu cached (checked)",
+		  (unsigned long long)crosscheck[0], (unsigned long long)crosscheck[1]);
+}
+#endif
+
+unsigned int kpp_stack(struct kpp_thread *t, uintptr_t caller_fp, __u64 *pcs,
+		       unsigned int max)
 {
 	unsigned int n;
 
-	backtrace_fn bt = kpp.unwind_libunwind ? load_libunwind(t) : NULL;
+	if (kpp.unwind_libunwind) {
+		void *cache = kpp_stackpool_cache(t);
+		int got = cache && caller_fp ?
+			  kpp_stack_cached(cache, caller_fp, pcs, max, in_self) : -1;
 
-	if (bt)
-		n = stack_unwind(bt, pcs, max);
-	else
-		n = kpp_stack_fp(t, pcs, max);
+		n = got >= 0 ? (unsigned int)got : kpp_stack_dwarf(pcs, max);
+#ifdef KPP_UNWIND_CROSSCHECK
+		atomic_fetch_add(&crosscheck[got >= 0], 1);
+		if (got >= 0) {
+			__u64 ref[KPPROF_STACK_DEPTH_MAX];
+			unsigned int m = kpp_stack_dwarf(ref, max);
+
+			if (m != n || memcmp(ref, pcs, n * sizeof(*pcs)))
+				kpp_debug("cached stack differs: %u frames vs libgcc's %u; first %#llx / %#llx",
+					  n, m, (unsigned long long)pcs[0],
+					  (unsigned long long)ref[0]);
+		}
+#endif
+	} else
+		n = stack_fp(t, caller_fp, pcs, max);
 	return cut_at_bad_pc(pcs, n);
 }

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stack_checks MODE: what a sample may do to its caller (issue 15), run
+ * plainly and under the shim by stack_host_test.sh.
+ *
+ *   altstack SIZE  a handler on a SIZE-byte sigaltstack with a PROT_NONE
+ *                  guard page below it allocates, 100 times (an overflow
+ *                  is a SIGSEGV); prints "ok".
+ *   costack        malloc+free on a 16 KiB makecontext() stack with a
+ *                  guard page; prints "costack BYTES": the stack's
+ *                  high-water mark (bytes ever written), the highest of 20
+ *                  runs, after a first call on the main stack (so that no
+ *                  run pays the lazy binding of malloc and free).
+ *   fds            lists /proc/self/fd (without allocating), samples (64 MiB of allocations,
+ *                  contended locks), lists it again; prints "fds same" or
+ *                  "fds before: ... after: ...".
+ *   deep LIB       calls LIB's deep_0 (a chain of 18 frame-pointer-less
+ *                  functions ending in malloc(12345)) and then reads the
+ *                  test sink (KPPROF_TEST_SINK): prints "deep N/19" where
+ *                  N is how many of deep_0..deep_17 and deep_leaf the
+ *                  best ALLOC record of 12345 bytes names.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include "kpprof.h"
+
+static volatile int handled;
+
+static void on_usr1(int sig)
+{
+	void *volatile p = malloc(64);
+
+	(void)sig;
+	free(p);
+	handled++;
+}
+
+/* A stack of @size bytes above a PROT_NONE page. */
+static char *guarded(size_t size)
+{
+	char *m = mmap(NULL, size + 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED || mprotect(m, 4096, PROT_NONE)) {
+		perror("mmap");
+		exit(2);
+	}
+	return m + 4096;
+}
+
+static int altstack(size_t size)
+{
+	stack_t ss = { .ss_sp = guarded(size), .ss_size = size };
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = SA_ONSTACK };
+	void *volatile q = malloc(64);
+
+	free(q);	/* a first sample on the normal stack */
+	if (sigaltstack(&ss, NULL) || sigaction(SIGUSR1, &sa, NULL)) {
+		perror("sigaltstack");
+		return 2;
+	}
+	for (int i = 0; i < 100; i++)
+		raise(SIGUSR1);
+	printf("ok: %d handlers on a %zu-byte sigaltstack\n", handled, size);
+	return 0;
+}
+
+#define CO_SIZE	(16 << 10)
+static ucontext_t main_ctx, co_ctx;
+
+static void co(void)
+{
+	void *volatile p = malloc(64);
+
+	free(p);
+}
+
+/* One coroutine run; the bytes of its stack it wrote. */
+__attribute__((noinline)) static size_t co_run(char *stk)
+{
+	size_t i = 0;
+
+	memset(stk, 0x5a, CO_SIZE);
+	getcontext(&co_ctx);
+	co_ctx.uc_stack.ss_sp = stk;
+	co_ctx.uc_stack.ss_size = CO_SIZE;
+	co_ctx.uc_link = &main_ctx;
+	makecontext(&co_ctx, co, 0);
+	swapcontext(&main_ctx, &co_ctx);
+	while (i < CO_SIZE && (unsigned char)stk[i] == 0x5a)
+		i++;
+	return CO_SIZE - i;
+}
+
+static int costack(void)
+{
+	char *stk = guarded(CO_SIZE);
+	size_t worst = 0;
+
+	co();	/* bind malloc and free (lazy binding's xsave area is large) */
+
+	for (int run = 0; run < 20; run++) {
+		size_t used = co_run(stk);
+
+		if (used > worst)
+			worst = used;
+	}
+	printf("costack %zu\n", worst);
+	return 0;
+}
+
+/* The open descriptors, listed without allocating (so without sampling). */
+static void list_fds(char *buf, size_t size)
+{
+	static char ents[8192];
+	int fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t len = 0;
+	long n;
+
+	buf[0] = 0;
+	while (fd >= 0 && (n = syscall(SYS_getdents64, fd, ents, sizeof(ents))) > 0)
+		for (long off = 0; off < n;) {
+			struct dirent64 *e = (struct dirent64 *)(ents + off);
+
+			if (e->d_name[0] != '.' && atoi(e->d_name) != fd)
+				len += (size_t)snprintf(buf + len, size - len, " %s", e->d_name);
+			off += e->d_reclen;
+		}
+	if (fd >= 0)
+		close(fd);
+}
+
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+
+static void *contend(void *a)
+{
+	for (int i = 0; i < 2000; i++) {
+		pthread_mutex_lock(&m);
+		for (volatile int j = 0; j < 100; j++)
+			;
+		pthread_mutex_unlock(&m);
+	}
+	return a;
+}
+
+static int fds(void)
+{
+	char before[512], after[512];
+	pthread_t t[2];
+
+	list_fds(before, sizeof(before));
+	for (int i = 0; i < 1024; i++) {
+		void *volatile p = malloc(64 << 10);
+
+		free(p);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, contend, NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	list_fds(after, sizeof(after));
+	if (!strcmp(before, after))
+		printf("fds same:%s\n", before);
+	else
+		printf("fds before:%s after:%s\n", before, after);
+	return 0;
+}
+
+#define DEEP_N		19	/* deep_0..deep_17, deep_leaf */
+#define DEEP_MAGIC	12345
+
+static int deep(const char *lib)
+{
+	uintptr_t lo[DEEP_N], hi[DEEP_N];
+	const char *sink = getenv("KPPROF_TEST_SINK");
+	void *h = dlopen(lib, RTLD_NOW);
+	int (*entry)(int);
+	int best = 0, fd;
+	static char buf[1 << 20];
+	ssize_t len;
+
+	if (!h || !sink) {
+		printf("deep: %s\n", h ? "no KPPROF_TEST_SINK" : dlerror());
+		return 2;
+	}
+	for (int i = 0; i < DEEP_N; i++) {
+		char name[32];
+		const ElfW(Sym) *sym;
+		Dl_info info;
+		void *f;
+
+		if (i < DEEP_N - 1)
+			snprintf(name, sizeof(name), "deep_%d", i);
+		else
+			strcpy(name, "deep_leaf");
+		f = dlsym(h, name);
+		if (!f || !dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym) {
+			printf("deep: no %s\n", name);
+			return 2;
+		}
+		lo[i] = (uintptr_t)f;
+		hi[i] = lo[i] + sym->st_size;
+	}
+	*(void **)&entry = dlsym(h, "deep_0");
+	for (int i = 0; i < 20; i++)
+		entry(i);
+	fd = open(sink, O_RDONLY);
+	len = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
+	for (ssize_t off = 0; len > 0 && off + (ssize_t)sizeof(struct kpprof_record) <= len;) {
+		const struct kpprof_record *r = (const void *)(buf + off);
+		const struct kpprof_rec_alloc *a = (const void *)r;
+		int named = 0;
+
+		if (r->size < sizeof(*r) || off + r->size > len)
+			break;
+		if (r->kind == KPPROF_REC_ALLOC && a->bytes == DEEP_MAGIC) {
+			for (int i = 0; i < DEEP_N; i++)
+				for (unsigned int k = 0; k < r->nr_pcs; k++)
+					if (a->pcs[k] > lo[i] && a->pcs[k] <= hi[i]) {
+						named++;
+						break;
+					}
+			if (named > best)
+				best = named;
+		}
+		off += r->size;
+	}
+	printf("deep %d/%d\n", best, DEEP_N);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 2 && !strcmp(argv[1], "altstack"))
+		return altstack(strtoul(argv[2], NULL, 0));
+	if (argc > 1 && !strcmp(argv[1], "costack"))
+		return costack();
+	if (argc > 1 && !strcmp(argv[1], "fds"))
+		return fds();
+	if (argc > 2 && !strcmp(argv[1], "deep"))
+		return deep(argv[2]);
+	fprintf(stderr, "usage: stack_checks altstack SIZE | costack | fds | deep LIB\n");
+	return 2;
+}

@@ -1,0 +1,116 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Issue 15 (review §1.5, §1.6, §1.7, §9), on the host in test mode at rate 1:
+# what a sample may cost the program it runs in.
+#   - a sampled malloc in a handler on an 8 KiB sigaltstack with a guard
+#     page does not overflow it;
+#   - on a 16 KiB makecontext() stack, malloc+free with a sample takes at
+#     most 1 KiB more of the caller's stack than without the shim;
+#   - no descriptor appears in /proc/self/fd once the process has sampled;
+#   - a sample never waits for the loader: a library constructor that forks,
+#     or takes a lock another thread holds while it allocates, while that
+#     thread's first samples are taken, finishes (bounded by a timeout);
+#   - the DWARF unwinder names every frame of an 18-deep chain of
+#     frame-pointer-less functions in a shared library;
+#   - the shim exports no unwinder symbol (the program's exceptions keep
+#     libgcc_s);
+#   - its static TLS, carved from every thread's stack, is at most
+#     TLS_MAX bytes (record buffers live on private stacks, not in TLS);
+#   - the DWARF unwinder's rule cache (unwind_cache.c) takes the same stacks
+#     as libgcc's unwinder: libkpprof-crosscheck.so compares every stack it
+#     takes (python3 with threads and sqlite, the fp-less chain, a 64-deep
+#     workload), and takes most of them.
+# usage: selftests/shim/stack_host_test.sh [SHIM.so...]
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/selftests/lib/tap.sh"
+. "$top/selftests/shim/test_config.sh"
+d=$top/selftests/shim
+[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
+tmp=$(mktemp -d /tmp/shim-stack.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+STACK_EXTRA_MAX=1024	# bytes of the caller's stack a sample may add
+T=60			# seconds: a run that takes longer hung
+TLS_MAX=512		# bytes of static TLS
+
+tap_plan
+shim_test_config 1 1 1 >"$tmp/cfg" || { tap_fail "config file"; tap_done; }
+
+# shimmed LIB UNWIND CMD...: CMD at rate 1 under LIB, the sink in $tmp/sink.
+shimmed() {
+	local lib=$1 unwind=$2
+	shift 2
+	rm -f "$tmp/sink"
+	KPPROF_EXCLUDE_FILE=$tmp/none KPPROF_TEST_CONFIG=$tmp/cfg KPPROF_TEST_SINK=$tmp/sink \
+		KPPROF_UNWIND=$unwind LD_PRELOAD=$lib timeout -s KILL $T "$@"
+}
+
+plain_co=$("$d/stack_checks" costack | awk '{ print $2 }')
+for lib in "$@"; do
+	lib=$(realpath "$lib")
+	b=$(basename "$lib")
+
+	for unwind in dwarf fp; do
+		out=$(shimmed "$lib" $unwind "$d/stack_checks" altstack 8192 2>&1); rc=$?
+		[ $rc = 0 ] && [ -s "$tmp/sink" ] && grep -q '^ok: 100 handlers' <<<"$out" &&
+			tap_ok "$b $unwind: sampled malloc in a handler on an 8 KiB sigaltstack" ||
+			tap_fail "$b $unwind: 8 KiB sigaltstack" "rc $rc: $out"
+
+		co=$(shimmed "$lib" $unwind "$d/stack_checks" costack | awk '{ print $2 }')
+		[ -n "$co" ] && [ -n "$plain_co" ] && [ -s "$tmp/sink" ] &&
+		[ $((co - plain_co)) -le $STACK_EXTRA_MAX ] &&
+			tap_ok "$b $unwind: a sample on a 16 KiB coroutine stack: $co bytes, $((co - plain_co)) more than without the shim" ||
+			tap_fail "$b $unwind: coroutine stack" "with $co bytes, without $plain_co (at most +$STACK_EXTRA_MAX)"
+	done
+
+	out=$(shimmed "$lib" dwarf "$d/stack_checks" fds)
+	[ -s "$tmp/sink" ] && grep -q '^fds same' <<<"$out" &&
+		tap_ok "$b: no descriptor appears once the process sampled ($out)" ||
+		tap_fail "$b: descriptors after sampling" "$out"
+
+	for mode in fork lock; do
+		out=$(CTOR_MODE=$mode shimmed "$lib" dwarf "$d/ctor_race" "$d/libshim_ctor.so" 2>&1); rc=$?
+		[ $rc = 0 ] && [ "$out" = ok ] &&
+			tap_ok "$b: a constructor that ${mode}s beside another thread's first samples finishes" ||
+			tap_fail "$b: constructor that ${mode}s" "rc $rc (137: hung, killed after $T s): $out"
+	done
+
+	out=$(shimmed "$lib" dwarf "$d/stack_checks" deep "$d/libshim_deep.so")
+	[ "$out" = "deep 19/19" ] &&
+		tap_ok "$b: every frame of a frame-pointer-less chain is named ($out)" ||
+		tap_fail "$b: frame-pointer-less chain" "$out"
+	tap_diag "$b fp: $(shimmed "$lib" fp "$d/stack_checks" deep "$d/libshim_deep.so") (fp cannot see through it)"
+
+	syms=$(nm -D --defined-only "$lib" | grep -E '_Unwind_|__register_frame|__deregister_frame')
+	[ -z "$syms" ] && tap_ok "$b: exports no unwinder symbol" ||
+		tap_fail "$b: exports unwinder symbols" "$syms"
+
+	tls=$(readelf -lW "$lib" | awk '$1 == "TLS" { print $6 }')
+	[ -n "$tls" ] && tls=$((tls))
+	[ -n "$tls" ] && [ "$tls" -le $TLS_MAX ] &&
+		tap_ok "$b: static TLS $tls bytes (at most $TLS_MAX)" ||
+		tap_fail "$b: static TLS" "${tls:-none} bytes, at most $TLS_MAX"
+done
+
+# The rule cache against libgcc, on the test build that compares them.
+xc=$top/user/shim/libkpprof-crosscheck.so
+py='import json, threading, sqlite3
+d = [{"k": i, "v": [str(j) for j in range(5)]} for i in range(2000)]
+json.loads(json.dumps(d))
+def f(n): return [bytearray(100) for _ in range(50)] if n == 0 else f(n - 1)
+c = sqlite3.connect(":memory:"); c.execute("create table t(a)")
+c.executemany("insert into t values(?)", [(i,) for i in range(2000)])
+ts = [threading.Thread(target=f, args=(8,)) for _ in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]'
+{
+	KPPROF_DEBUG=1 shimmed "$xc" dwarf /usr/bin/python3 -c "$py"
+	KPPROF_DEBUG=1 shimmed "$xc" dwarf "$d/stack_checks" deep "$d/libshim_deep.so"
+	KPPROF_DEBUG=1 shimmed "$xc" dwarf "$d/shim_workload" bench-sampled 64 2000
+} >"$tmp/xc" 2>&1
+differ=$(grep -c 'cached stack differs' "$tmp/xc")
+cached=$(sed -n 's/.*stacks: \([0-9]*\) by libgcc, \([0-9]*\) cached.*/\2/p' "$tmp/xc" | paste -sd+ | bc)
+slow=$(sed -n 's/.*stacks: \([0-9]*\) by libgcc, \([0-9]*\) cached.*/\1/p' "$tmp/xc" | paste -sd+ | bc)
+[ "$differ" = 0 ] && [ "${cached:-0}" -gt 1000 ] && [ "${slow:-0}" -lt "$((cached / 100 + 1))" ] &&
+	tap_ok "rule cache: $cached stacks taken as libgcc takes them, $slow left to libgcc" ||
+	{ tap_diag "$(grep -m 5 'differs' "$tmp/xc")"; tap_fail "rule cache" "$differ stacks differ; $cached cached, $slow by libgcc"; }
+tap_done

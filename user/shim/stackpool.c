@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Private stacks for the body of a sample: the stack capture, the record
+ * it is built in and its submission run here, not on the caller's stack,
+ * which may be an 8 KiB sigaltstack or a coroutine's 16 KiB stack.  The
+ * caller's stack pays the wrapper's frames and 16 bytes of switch.S.
+ *
+ * A pool of KPP_STACKS stacks of KPP_STACK_SIZE bytes, each with a guard
+ * page below it, mmap'ed the first time its slot is used (so a process
+ * that never samples maps none, and one sampling from a single thread at
+ * a time maps one).  A slot is claimed with a compare-and-swap on one
+ * bitmap word, lowest free bit first; nobody ever waits for a slot: with
+ * all of them taken (64 threads sampling at the same instant) the sample
+ * is skipped and counted (kpp_stackpool_busy).  A thread holds at most one
+ * slot: the per-thread guard keeps a signal handler from sampling while
+ * its thread is inside a sample.
+ *
+ * Above each stack, the DWARF unwinder's rule cache (unwind_cache.c):
+ * used only by the slot's holder, so it needs no synchronisation.
+ *
+ * A signal delivered while a thread runs on a private stack runs its
+ * handler there too (unless the handler has its own sigaltstack): the
+ * stacks are large enough for a handler, not for deep recursion in one.
+ */
+#include <sys/mman.h>
+#include <unistd.h>
+#include "shim.h"
+
+#define KPP_STACKS	64
+#define KPP_STACK_SIZE	(64 << 10)
+#define KPP_GUARD_SIZE	4096
+
+static _Atomic uint64_t slots_used;		/* bit i: slot i is claimed */
+static void *_Atomic stacks[KPP_STACKS];	/* low end of the guard page */
+/* Each slot's mapping: guard page, stack, the unwind-rule cache above. */
+#define KPP_SLOT_SIZE	(KPP_GUARD_SIZE + KPP_STACK_SIZE + KPP_UNWIND_CACHE_BYTES)
+static _Atomic uint64_t busy, map_failed;
+
+/* kpp_switch_call - switch.S */
+void kpp_switch_call(void *arg, void (*fn)(void *, uintptr_t), void *top) KPP_HIDDEN;
+
+static int claim(void)
+{
+	uint64_t used = atomic_load_explicit(&slots_used, memory_order_relaxed);
+
+	/* A failed CAS means another thread claimed or released a slot in
+	 * the meantime: bounded retries, then skip the sample. */
+	for (int tries = 0; tries < 2 * KPP_STACKS; tries++) {
+		int i;
+
+		if (used == ~(uint64_t)0)
+			return -1;
+		i = __builtin_ctzll(~used);
+		if (atomic_compare_exchange_weak_explicit(&slots_used, &used,
+							  used | (1ULL << i),
+							  memory_order_acquire,
+							  memory_order_relaxed))
+			return i;
+	}
+	return -1;
+}
+
+static void release(int i)
+{
+	atomic_fetch_and_explicit(&slots_used, ~(1ULL << i), memory_order_release);
+}
+
+/* The slot's stack, mapped on its first use; NULL if mmap failed. */
+static void *slot_stack(int i)
+{
+	void *s = atomic_load_explicit(&stacks[i], memory_order_relaxed);
+
+	if (likely(s))
+		return s;
+	/* Only the claimant of slot i gets here: no race on stacks[i]. */
+	s = mmap(NULL, KPP_SLOT_SIZE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (s == MAP_FAILED)
+		return NULL;
+	if (mprotect(s, KPP_GUARD_SIZE, PROT_NONE)) {
+		munmap(s, KPP_SLOT_SIZE);
+		return NULL;
+	}
+	atomic_store_explicit(&stacks[i], s, memory_order_relaxed);
+	return s;
+}
+
+bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
+			  void *arg)
+{
+	int i = claim();
+	char *s;
+
+	if (i < 0) {
+		atomic_fetch_add_explicit(&busy, 1, memory_order_relaxed);
+		return false;
+	}
+	s = slot_stack(i);
+	if (!s) {
+		release(i);
+		atomic_fetch_add_explicit(&map_failed, 1, memory_order_relaxed);
+		return false;
+	}
+	t->stack_slot = (uint32_t)i + 1;
+	kpp_switch_call(arg, fn, s + KPP_GUARD_SIZE + KPP_STACK_SIZE);
+	t->stack_slot = 0;
+	release(i);
+	return true;
+}
+
+void *kpp_stackpool_cache(struct kpp_thread *t)
+{
+	char *s;
+
+	if (!t->stack_slot)
+		return NULL;
+	s = atomic_load_explicit(&stacks[t->stack_slot - 1], memory_order_relaxed);
+	return s + KPP_GUARD_SIZE + KPP_STACK_SIZE;
+}
+
+void kpp_stackpool_fork_child(struct kpp_thread *t)
+{
+	/* Only the forking thread exists in the child: a fork from a signal
+	 * handler that interrupted this thread's own sample keeps its slot. */
+	atomic_store(&slots_used, t->stack_slot ? 1ULL << (t->stack_slot - 1) : 0);
+}
+
+uint64_t kpp_stackpool_skipped(void)
+{
+	return atomic_load_explicit(&busy, memory_order_relaxed) +
+	       atomic_load_explicit(&map_failed, memory_order_relaxed);
+}
