@@ -8,9 +8,10 @@
  * program's allocations never reach a wrapper of ours, and the process
  * would silently have no heap profile while KPPROF_DEBUG says "sampling".
  *
- * So after start-up we ask the question directly: a call through the
- * pointer the program's references resolve to (dlsym RTLD_DEFAULT), with
- * the thread's countdown set to UINT64_MAX.  Our malloc's fast path takes
+ * So after start-up we ask which object defines the malloc the program's
+ * references resolve to (dlsym RTLD_DEFAULT, dladdr): ours, done.  Else
+ * we ask the question directly: a call through that pointer, with the
+ * thread's countdown set to UINT64_MAX.  Our malloc's fast path takes
  * the size off the countdown; anything else leaves it untouched.  Comparing
  * the object dladdr() names with ours is not enough: a non-PIE program that
  * takes malloc's address in code (python3) has a canonical PLT entry, an
@@ -28,6 +29,8 @@
  * profiled; the program's own are not.
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "shim.h"
@@ -49,21 +52,34 @@ void kpp_check_interposed(void)
 	void *m = dlsym(RTLD_DEFAULT, "malloc"), *p;
 	void *(*first)(size_t);
 	uint64_t saved;
+	int saved_errno;
 	bool ours;
-	Dl_info info;
+	Dl_info info, self;
 
 	if (!m) {
 		dlerror();
 		return;
 	}
+	/* Ours, named by the loader: no call needed (most programs). */
+	if (dladdr(m, &info) && dladdr((void *)kpp_check_interposed, &self) &&
+	    info.dli_fbase == self.dli_fbase)
+		return;
 	memcpy(&first, &m, sizeof(first));
 	saved = t->countdown;
+	saved_errno = errno;
 	t->countdown = UINT64_MAX;
-	p = first(1);
+	/*
+	 * A size no allocator can serve: ours takes it off the countdown and
+	 * forwards; glibc fails it before setting anything up (no arena, no
+	 * brk in a process that never allocates otherwise).
+	 */
+	p = first((size_t)PTRDIFF_MAX + 1);
 	ours = t->countdown != UINT64_MAX;
 	t->countdown = saved;
 	/* free binds to the first definition too: the one that pairs with it */
-	free(p);
+	if (p)
+		free(p);
+	errno = saved_errno;
 	if (ours)
 		return;
 	atomic_store(&kpp.no_heap, 1);
