@@ -96,7 +96,12 @@ void sym PARAMS									\
 		return;								\
 	f = next_fn(idx);							\
 	if (!f) {								\
-		free(p);							\
+		/* the sampled set is checked: straight to the real free */	\
+		if (likely(!atomic_load_explicit(&kpp.no_heap,			\
+						 memory_order_relaxed)))	\
+			kpp_real.free(p);					\
+		else								\
+			free(p);	/* the program's own */			\
 		return;								\
 	}									\
 	fn = (void (*) PARAMS)f;						\

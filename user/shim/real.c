@@ -368,7 +368,7 @@ static int read_adds(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /* Calls of wrappers whose next definition is known absent, this thread. */
-static KPP_TLS uint32_t absent_calls;
+KPP_TLS uint32_t kpp_next_absent_calls;
 
 __attribute__((noinline))
 void *kpp_next_lookup(void *_Atomic *slot, const char *name, const char *also_in)
@@ -382,11 +382,9 @@ void *kpp_next_lookup(void *_Atomic *slot, const char *name, const char *also_in
 		/*
 		 * Known absent: look again only if objects were loaded since
 		 * (a dlopen'ed libstdc++ or jemalloc), which this thread
-		 * checks once every 65536 of these calls: the check itself
-		 * takes the loader's lock.
+		 * checks once every 65536 of these calls (kpp_next_cached
+		 * counts them): the check itself takes the loader's lock.
 		 */
-		if (absent_calls++ & 0xffff)
-			return NULL;
 		dl_iterate_phdr(read_adds, &adds);
 		if ((adds | KPP_NEXT_ABSENT) == v)
 			return NULL;

@@ -82,13 +82,19 @@ bool kpp_resolving(void) KPP_HIDDEN;
 #define KPP_NEXT_ABSENT	((uintptr_t)1 << 63)
 void *kpp_next_lookup(void *_Atomic *slot, const char *name,
 		      const char *also_in) KPP_HIDDEN;
+extern KPP_TLS uint32_t kpp_next_absent_calls KPP_HIDDEN;
 static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
 				    const char *also_in)
 {
 	void *p = atomic_load_explicit(slot, memory_order_acquire);
 
 	/* > 0: a definition (user addresses never have bit 63 set) */
-	return likely((intptr_t)p > 0) ? p : kpp_next_lookup(slot, name, also_in);
+	if (likely((intptr_t)p > 0))
+		return p;
+	/* < 0: absent; looked for again once every 65536 calls (real.c) */
+	if (p && likely(kpp_next_absent_calls++ & 0xffff))
+		return NULL;
+	return kpp_next_lookup(slot, name, also_in);
 }
 
 /* --------------------------------------------------------- per thread */
