@@ -298,8 +298,11 @@ TEST(env_parsing)
 {
 	setenv("KPP_T", "4096", 1);
 	EXPECT_EQ(4096, kpp_env_u64("KPP_T", 1 << 20));
+	/* base 10 only: a leading 0 is not octal, 0x is not a number */
+	setenv("KPP_T", "010", 1);
+	EXPECT_EQ(10, kpp_env_u64("KPP_T", 1 << 20));
 	setenv("KPP_T", "0x10", 1);
-	EXPECT_EQ(16, kpp_env_u64("KPP_T", 1 << 20));
+	EXPECT_EQ(-1, kpp_env_u64("KPP_T", 1 << 20));
 	setenv("KPP_T", "0", 1);
 	EXPECT_EQ(0, kpp_env_u64("KPP_T", 1 << 20));
 	setenv("KPP_T", "-1", 1);

@@ -8,7 +8,8 @@
  *              (nallocx and sallocx only compute sizes: not wrapped)
  *
  * Each forwards to the next definition (dlsym RTLD_NEXT, looked up on first
- * use and cached once found).  These names are exported whether or not the
+ * use; a missing one is cached as absent, real.c, so the fallbacks below
+ * cost no look-up per call).  These names are exported whether or not the
  * process has an allocator that defines them, so a wrapper whose next
  * definition is missing must still do the right thing: the frees free with
  * the real free(), mallocx/rallocx/xallocx fall back to malloc's family
@@ -18,9 +19,12 @@
  * no jemalloc.
  *
  * Sampling is malloc's: allocations count against the thread's countdown,
- * frees of sampled blocks write a FREE record before the block goes back.
- * rallocx is realloc (a free of the old block if sampled, an allocation of
- * the new size); an xallocx that changed the block's real size (as
+ * frees of sampled blocks write a FREE record before the block goes back
+ * (never held: a refused FREE is dropped and counted).  rallocx is realloc
+ * (heap.c): the FREE of a sampled block, then the real rallocx, which keeps
+ * the block's contents and grows it in place when it can; the result is an
+ * allocation of the new size; on failure the old block is recorded again.
+ * An xallocx that changed the block's real size (as
  * malloc_usable_size, jemalloc's when jemalloc is the allocator, tells)
  * resized it in place, which is counted the same way, with the real size
  * it returns.
@@ -52,14 +56,21 @@ static inline void *next_fn(int i)
 	return kpp_next_cached(&next[i], names[i], NULL);
 }
 
+/*
+ * Never held (emit.c): a held block is given back with the real free(),
+ * which is not the release function of these entry points (operator
+ * delete of an allocator whose blocks are not malloc's, sdallocx...).  A
+ * FREE the full ring refused is dropped and counted (frees_lost).
+ */
 bool kpp_heap_forget(void *p)
 {
 	uint64_t size;
 
 	if (kpp_in_arena(p))
 		return true;	/* from the start-up arena: never freed */
-	/* held until its FREE goes in: emit.c frees it then */
-	return kpp_set_remove(p, &size) && !kpp_free_record(p, size);
+	if (kpp_set_remove(p, &size))
+		(void)kpp_free_record_now(p, size);
+	return false;
 }
 
 static inline void account(struct kpp_thread *t, void *p, size_t n)
@@ -85,7 +96,12 @@ void sym PARAMS									\
 		return;								\
 	f = next_fn(idx);							\
 	if (!f) {								\
-		free(p);							\
+		/* the sampled set is checked: straight to the real free */	\
+		if (likely(!atomic_load_explicit(&kpp.no_heap,			\
+						 memory_order_relaxed)))	\
+			kpp_real.free(p);					\
+		else								\
+			free(p);	/* the program's own */			\
 		return;								\
 	}									\
 	fn = (void (*) PARAMS)f;						\
@@ -183,19 +199,15 @@ void *rallocx(void *p, size_t n, int flags)
 				memcpy(q, p, keep < n ? keep : n);
 			return q;
 		}
-		/* FREE before the block can be handed to another thread. */
+		/* FREE before the block can be handed to another thread;
+		 * never held (a refused one is counted lost). */
 		had = kpp_set_remove(p, &old);
-		if (had && !kpp_free_record(p, old)) {
-			/* p is held until its FREE goes in: move by hand */
-			q = fn ? mallocx(n, flags) : fallback_mallocx(n, flags);
-			if (q)
-				memcpy(q, p, old < n ? old : n);
-			return q;
-		}
+		if (had)
+			(void)kpp_free_record_now(p, old);
 	}
 	q = fn ? fn(p, n, flags) : fallback_rallocx(p, n, flags);
 	if (!q) {
-		/* The old block lives on: sampled again, as realloc does. */
+		/* The old block lives on: recorded again, as realloc does. */
 		if (had) {
 			int saved = errno;
 

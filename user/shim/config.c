@@ -41,7 +41,7 @@ int64_t kpp_env_u64(const char *name, uint64_t max)
 	if (!s || !*s)
 		return -1;
 	errno = 0;
-	v = strtoull(s, &end, 0);
+	v = strtoull(s, &end, 10);	/* 010 is ten, not eight */
 	if (errno || *end || *s == '-' || v > max) {
 		kpp_debug("ignoring %s=%s: not a number in [0, %llu]", name, s,
 			  (unsigned long long)max);
@@ -116,10 +116,12 @@ uint64_t kpp_now_ns(void)
 }
 
 /*
- * kpp_debug - one line on stderr under KPPROF_DEBUG=1, formatted into a
- * stack buffer and written with write(2): no stdio, no allocation.
+ * kpp_debug_print - one line on stderr under KPPROF_DEBUG=1, formatted into
+ * a stack buffer and written with write(2): no stdio, no allocation.  Called
+ * through the kpp_debug() macro, which evaluates its arguments (strerror...)
+ * only when debugging is on.
  */
-void kpp_debug(const char *fmt, ...)
+void kpp_debug_print(const char *fmt, ...)
 {
 	char buf[256];
 	va_list ap;

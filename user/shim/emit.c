@@ -54,7 +54,10 @@ int kpp_submit(const void *rec, size_t size)
  * leave its block live in the profile for ever.  So the block is not given
  * back yet: its address goes on a small list, and before the next record
  * (any thread) the FREE is submitted again and, once accepted, the block
- * freed.  Holding the block keeps its address from being reused (and
+ * freed with the real free().  So only blocks of malloc's family are held
+ * (heap.c); the other entry points (operator delete, sdallocx, free_sized)
+ * have release functions of their own, and their refused FREE is dropped
+ * and counted (kpp_free_record_now).  Holding the block keeps its address from being reused (and
  * sampled, and recorded) before its FREE.  Bounded: 64 blocks and 64 MiB;
  * beyond that the FREE is lost (counted).  A forked child forgets the
  * list (its copies of those blocks leak; fork_child() must stay simple).
@@ -105,10 +108,20 @@ void kpp_held_reset(void)
 	atomic_store(&held_bytes, 0);
 }
 
+int kpp_free_submit(const void *addr, uint64_t bytes)
+{
+	return submit_free(addr, bytes);
+}
+
 bool kpp_free_record(const void *addr, uint64_t bytes)
 {
 	if (submit_free(addr, bytes) != ENOBUFS)
 		return true;
+	return !kpp_free_hold(addr, bytes);
+}
+
+bool kpp_free_hold(const void *addr, uint64_t bytes)
+{
 	if (atomic_fetch_add(&held_bytes, bytes) + bytes <= HELD_BYTES_MAX) {
 		for (int i = 0; i < HELD_MAX; i++) {
 			uintptr_t zero = 0;
@@ -120,12 +133,12 @@ bool kpp_free_record(const void *addr, uint64_t bytes)
 					      memory_order_release);
 			atomic_fetch_add(&held_n, 1);
 			atomic_fetch_add_explicit(&kpp.frees_held, 1, memory_order_relaxed);
-			return false;
+			return true;
 		}
 	}
 	atomic_fetch_sub(&held_bytes, bytes);
 	atomic_fetch_add_explicit(&kpp.frees_lost, 1, memory_order_relaxed);
-	return true;
+	return false;
 }
 
 bool kpp_free_record_now(const void *addr, uint64_t bytes)

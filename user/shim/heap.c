@@ -95,8 +95,17 @@ static uint64_t heap_tick(struct kpp_thread *t, size_t n)
 	return rate;
 }
 
+/*
+ * The entry points outside malloc's family.  When our malloc is not the
+ * program's (alloc_check.c), they sample nothing either: a heap profile of
+ * the C++ or jemalloc half of a program would mislead more than none.
+ */
 uint64_t kpp_heap_tick(struct kpp_thread *t, size_t n)
 {
+	if (unlikely(atomic_load_explicit(&kpp.no_heap, memory_order_relaxed))) {
+		t->countdown = UINT64_MAX;
+		return 0;
+	}
 	return heap_tick(t, n);
 }
 
@@ -189,19 +198,45 @@ KPP_EXPORT void *calloc(size_t n, size_t m)
 }
 
 /*
- * realloc_common - realloc and reallocarray.  A sampled block is moved by
- * hand: malloc the new size, copy, then record its FREE and free it.  So a
- * realloc that fails leaves the block exactly as it was, still sampled
- * with its first record (the real realloc could not: the FREE must be
- * written before the block goes back to the allocator, and by then the
- * outcome is unknown); and the FREE is still written before another thread
- * can get the address.  The new block is an allocation of the new size,
- * sampled or not like any other.  Sampled blocks are rare (one per rate
- * bytes), so losing in-place growth for them costs nothing measurable.
- * realloc(p, 0) of a sampled block is a free.  reallocarray is checked for
- * overflow here and then served by the real realloc: glibc's reallocarray
- * calls realloc through the PLT, which would land in our wrapper and
- * sample twice.
+ * move_held - realloc of a sampled block whose FREE the full ring refused:
+ * the block must not go back to the allocator before its FREE goes in
+ * (emit.c holds it), so it is moved by hand, with every byte the program
+ * may use (malloc_usable_size, not the size it asked for: programs such as
+ * systemd's greedy_realloc and redis write into the slack).  On failure
+ * the block stays as it was, its ALLOC still standing (the FREE never went
+ * in).
+ */
+static void *move_held(struct kpp_thread *t, void *p, uint64_t old, size_t n)
+{
+	size_t keep = malloc_usable_size(p);
+	void *q = kpp_real.malloc(n);
+
+	if (!q) {
+		(void)kpp_set_insert(p, old);	/* a full table counts itself */
+		return NULL;
+	}
+	memcpy(q, p, keep < n ? keep : n);
+	if (!kpp_free_hold(p, old))
+		kpp_real.free(p);		/* FREE lost, counted */
+	if (heap_take(t, n))
+		kpp_heap_sampled(t, q, n);
+	return q;
+}
+
+/*
+ * realloc_common - realloc and reallocarray.  A sampled block: its FREE is
+ * written first (before another thread can get the address back from the
+ * allocator), then the real realloc does the work, so the program keeps
+ * the allocator's semantics: the usable slack is copied, a large block
+ * grows in place with mremap(2) instead of being copied (large blocks are
+ * nearly always sampled: p = 1 - exp(-size / rate)).  The result is an
+ * allocation of the new size, sampled or not like any other.  If the real
+ * realloc fails, the old block is still the program's: it is recorded
+ * again, with this call's stack and the rate now in force.  A FREE the
+ * full ring refused: move_held().  realloc(p, 0) of a sampled block is a
+ * free.  reallocarray is checked for overflow here and then served by the
+ * real realloc: glibc's reallocarray calls realloc through the PLT, which
+ * would land in our wrapper and sample twice.
  */
 static void *realloc_common(void *p, size_t n)
 {
@@ -224,15 +259,16 @@ static void *realloc_common(void *p, size_t n)
 					return kpp_real.realloc(p, 0);
 				return NULL;	/* held: freed later */
 			}
-			q = kpp_real.malloc(n);
+			if (kpp_free_submit(p, old) == ENOBUFS)
+				return move_held(t, p, old, n);
+			q = kpp_real.realloc(p, n);
 			if (!q) {
-				/* Back as it was (a full table counts itself). */
-				(void)kpp_set_insert(p, old);
+				int saved = errno;
+
+				kpp_heap_sampled(t, p, old);
+				errno = saved;
 				return NULL;
 			}
-			memcpy(q, p, old < n ? old : n);
-			if (kpp_free_record(p, old))
-				kpp_real.free(p);
 			if (heap_take(t, n))
 				kpp_heap_sampled(t, q, n);
 			return q;

@@ -34,6 +34,12 @@
  * at once; all its mappings go again, under its own pid, before its first
  * stack record.
  *
+ * Setuid and setgid programs (AT_SECURE) pass through entirely: the
+ * constructor returns before reading any KPPROF_* variable, opening any
+ * file or writing any record, as gperftools' profiler refuses them.
+ * Outside secure mode the test knobs (KPPROF_TEST_CONFIG, _SINK,
+ * KPPROF_EXCLUDE_FILE) never follow a symlink.
+ *
  * Exec: the descriptor is close-on-exec; if LD_PRELOAD still names the
  * shim, the new image starts afresh with COMM (START).  The KPPROF_*
  * variables are inherited by the process tree like any environment.
@@ -47,6 +53,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/single_threaded.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "shim.h"
@@ -208,6 +215,10 @@ static int high_fd(int fd)
  * written with write(2) to KPPROF_TEST_SINK (appended; default /dev/null),
  * so everything the shim does is measured except the module's own work on
  * a record, and tests can read what it sent.  Returns the page or NULL.
+ * Neither file is opened through a symlink (O_NOFOLLOW): a knob in the
+ * environment must not make the process create or write a file where a
+ * link points; O_NONBLOCK: a FIFO never blocks the program (a sink FIFO
+ * without a reader fails to open; a full one refuses records).
  */
 static const void *open_test_config(const char *path, long pagesz, int *fd)
 {
@@ -216,7 +227,7 @@ static const void *open_test_config(const char *path, long pagesz, int *fd)
 	void *page;
 	int cfd;
 
-	cfd = open(path, O_RDONLY | O_CLOEXEC);
+	cfd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (cfd < 0) {
 		kpp_debug("pass-through: KPPROF_TEST_CONFIG %s: %s", path, strerror(errno));
 		return NULL;
@@ -232,7 +243,8 @@ static const void *open_test_config(const char *path, long pagesz, int *fd)
 		return NULL;
 	sink = getenv("KPPROF_TEST_SINK");
 	*fd = open(sink && *sink ? sink : "/dev/null",
-		   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+		   0600);
 	if (*fd < 0) {
 		munmap(page, (size_t)pagesz);
 		return NULL;
@@ -248,10 +260,10 @@ static int open_device(void)
 	const void *page;
 	int fd;
 
-	/* Before any syscall the program did not ask for (seccomp.c). */
-	if (kpp_seccomp_inherited())
-		return -1;
 	if (test && *test) {
+		/* Test mode checks seccomp first: it opens and maps files. */
+		if (kpp_seccomp_inherited())
+			return -1;
 		page = open_test_config(test, pagesz, &fd);
 		if (!page)
 			return -1;
@@ -259,10 +271,20 @@ static int open_device(void)
 		kpp.test_sink = 1;
 		goto check_abi;
 	}
+	/*
+	 * The device first: on a host without the module that failed open is
+	 * all a process pays.  An open is as safe under an inherited seccomp
+	 * filter as the /proc read of the check is (the loader needed both),
+	 * and the check comes before any other syscall of ours.
+	 */
 	fd = open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		kpp_debug("pass-through: cannot open %s: %s", KPPROF_DEVICE_PATH,
 			  strerror(errno));
+		return -1;
+	}
+	if (kpp_seccomp_inherited()) {
+		close(fd);
 		return -1;
 	}
 	fd = high_fd(fd);
@@ -306,6 +328,17 @@ static void kpp_init(void)
 	int saved = errno;
 
 	kpp_resolve();
+	/*
+	 * Setuid or setgid (glibc's secure mode, which strips LD_* but not
+	 * KPPROF_*): nothing at all, not even the environment is read.  An
+	 * unprivileged user could otherwise make a privileged program write
+	 * files of their choosing or reveal its layout (review 1.1).
+	 */
+	if (getauxval(AT_SECURE)) {
+		atomic_store(&kpp.ready, -1);
+		errno = saved;
+		return;
+	}
 	async_signals_init();
 	s = getenv("KPPROF_DEBUG");
 	kpp.debug = s && *s == '1';

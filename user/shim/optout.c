@@ -12,7 +12,8 @@
  *    the program's own symbol table at start-up (no syscall, no
  *    allocation), before the device is opened.
  *  - /etc/kpprof/exclude (KPPROF_EXCLUDE_FILE overrides the path, a test
- *    knob): one entry a line, '#' starts a comment, blanks are ignored.
+ *    knob never opened through a symlink; a FIFO or other non-regular file
+ *    is ignored, never waited for): one entry a line, '#' starts a comment, blanks are ignored.
  *    An entry starting with '/' is an executable's path, compared with
  *    /proc/self/exe's target; any other is a comm name, whose first 15
  *    bytes are compared with /proc/self/comm (what the kernel keeps of the
@@ -27,6 +28,7 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "shim.h"
 
@@ -144,14 +146,23 @@ bool kpp_opted_out(void)
 	return false;
 }
 
-/* read_small - up to @size - 1 bytes of @path, NUL-terminated; -1 on error. */
-static ssize_t read_small(const char *path, char *buf, size_t size)
+/*
+ * read_small - up to @size - 1 bytes of the regular file @path,
+ * NUL-terminated; -1 on error.  O_NONBLOCK and the type check: a FIFO named
+ * there must not block the program in its constructor.
+ */
+static ssize_t read_small(const char *path, int flags, char *buf, size_t size)
 {
 	ssize_t n, got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
+	struct stat st;
 
 	if (fd < 0)
 		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -1;
+	}
 	while ((size_t)got < size - 1) {
 		n = read(fd, buf + got, size - 1 - (size_t)got);
 		if (n <= 0)
@@ -184,7 +195,7 @@ static bool entry_matches(const char *e, size_t len, struct self_id *id)
 	}
 	if (!id->have_comm) {
 		id->have_comm = 1;
-		n = read_small("/proc/self/comm", id->comm, sizeof(id->comm));
+		n = read_small("/proc/self/comm", 0, id->comm, sizeof(id->comm));
 		if (n > 0 && id->comm[n - 1] == '\n')
 			id->comm[n - 1] = 0;
 	}
@@ -199,10 +210,13 @@ bool kpp_excluded(void)
 	const char *path = getenv("KPPROF_EXCLUDE_FILE");
 	struct self_id id = { .have_comm = 0 };
 	char *line, *next, *end;
+	int flags = O_NOFOLLOW;
 
-	if (!path || !*path)
+	if (!path || !*path) {
 		path = EXCLUDE_FILE;
-	if (read_small(path, buf, sizeof(buf)) <= 0)
+		flags = 0;	/* the administrator's own file: may be a link */
+	}
+	if (read_small(path, flags, buf, sizeof(buf)) <= 0)
 		return false;
 	for (line = buf; line && *line; line = next) {
 		next = strchr(line, '\n');

@@ -11,6 +11,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -205,26 +206,78 @@ void kpp_resolve(void)
 }
 
 /*
- * Look one symbol up.  A missing one would leave us unable to forward the
- * call at all, which no caller could survive; glibc has all of these, so
- * this only fires in a broken environment, and says so.
+ * What a wrapper does when its next definition is missing (glibc has all
+ * of them; an allocator preloaded ahead of us, or a future libc without
+ * the deprecated pvalloc, may not): it fails the call as the function
+ * itself may fail, never kills the process.
  */
-static void *next_sym(const char *name)
+static void *missing_alloc1(size_t n)
+{
+	(void)n;
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void *missing_alloc2(size_t a, size_t n)
+{
+	(void)a;
+	(void)n;
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void *missing_realloc(void *p, size_t n)
+{
+	(void)p;
+	(void)n;
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void missing_free(void *p)
+{
+	(void)p;	/* leaked: better than freeing with the wrong allocator */
+}
+
+static int missing_posix_memalign(void **pp, size_t a, size_t n)
+{
+	(void)pp;
+	(void)a;
+	(void)n;
+	return ENOMEM;
+}
+
+static int missing_lock1(void *l)
+{
+	(void)l;
+	return ENOSYS;
+}
+
+static int missing_lock2(void *l, const void *ts)
+{
+	(void)l;
+	(void)ts;
+	return ENOSYS;
+}
+
+/* Look one symbol up: the next definition, or @missing (said once). */
+static void *next_sym(const char *name, void *missing)
 {
 	void *p = dlsym(RTLD_NEXT, name);
 
 	if (!p) {
-		static const char msg[] = "kpprof: cannot find the next definition of a wrapped function\n";
+		static const char msg[] = "kpprof: a wrapped function has no next definition: it fails\n";
 
+		dlerror();
 		(void)!write(2, msg, sizeof(msg) - 1);
-		abort();
+		return missing;
 	}
 	return p;
 }
 
-#define RESOLVE(field, name) \
+#define RESOLVE(field, name, missing) \
 	do { \
-		void *p_ = next_sym(name); \
+		void *p_ = next_sym(name, (void *)(missing)); \
 		memcpy(&r.field, &p_, sizeof(p_)); \
 	} while (0)
 
@@ -232,23 +285,23 @@ static void kpp_resolve_all(void)
 {
 	struct kpp_real r;
 
-	RESOLVE(malloc, "malloc");
-	RESOLVE(free, "free");
-	RESOLVE(calloc, "calloc");
-	RESOLVE(realloc, "realloc");
-	RESOLVE(memalign, "memalign");
-	RESOLVE(posix_memalign, "posix_memalign");
-	RESOLVE(aligned_alloc, "aligned_alloc");
-	RESOLVE(valloc, "valloc");
-	RESOLVE(pvalloc, "pvalloc");
-	RESOLVE(mutex_lock, "pthread_mutex_lock");
-	RESOLVE(mutex_trylock, "pthread_mutex_trylock");
-	RESOLVE(mutex_timedlock, "pthread_mutex_timedlock");
-	RESOLVE(mutex_unlock, "pthread_mutex_unlock");
-	RESOLVE(rwlock_rdlock, "pthread_rwlock_rdlock");
-	RESOLVE(rwlock_wrlock, "pthread_rwlock_wrlock");
-	RESOLVE(rwlock_tryrdlock, "pthread_rwlock_tryrdlock");
-	RESOLVE(rwlock_trywrlock, "pthread_rwlock_trywrlock");
+	RESOLVE(malloc, "malloc", missing_alloc1);
+	RESOLVE(free, "free", missing_free);
+	RESOLVE(calloc, "calloc", missing_alloc2);
+	RESOLVE(realloc, "realloc", missing_realloc);
+	RESOLVE(memalign, "memalign", missing_alloc2);
+	RESOLVE(posix_memalign, "posix_memalign", missing_posix_memalign);
+	RESOLVE(aligned_alloc, "aligned_alloc", missing_alloc2);
+	RESOLVE(valloc, "valloc", missing_alloc1);
+	RESOLVE(pvalloc, "pvalloc", missing_alloc1);
+	RESOLVE(mutex_lock, "pthread_mutex_lock", missing_lock1);
+	RESOLVE(mutex_trylock, "pthread_mutex_trylock", missing_lock1);
+	RESOLVE(mutex_timedlock, "pthread_mutex_timedlock", missing_lock2);
+	RESOLVE(mutex_unlock, "pthread_mutex_unlock", missing_lock1);
+	RESOLVE(rwlock_rdlock, "pthread_rwlock_rdlock", missing_lock1);
+	RESOLVE(rwlock_wrlock, "pthread_rwlock_wrlock", missing_lock1);
+	RESOLVE(rwlock_tryrdlock, "pthread_rwlock_tryrdlock", missing_lock1);
+	RESOLVE(rwlock_trywrlock, "pthread_rwlock_trywrlock", missing_lock1);
 	/*
 	 * Publish function by function: another thread calling through a
 	 * stub meanwhile either still sees the stub (which forwards once we
@@ -307,11 +360,39 @@ size_t kpp_arena_size_of(const void *p)
 	return size;
 }
 
+static int read_adds(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	*(unsigned long long *)data = info->dlpi_adds;
+	return 1;	/* the same in every entry */
+}
+
+/* Calls of wrappers whose next definition is known absent, this thread. */
+KPP_TLS uint32_t kpp_next_absent_calls;
+
 __attribute__((noinline))
 void *kpp_next_lookup(void *_Atomic *slot, const char *name, const char *also_in)
 {
-	void *p = dlsym(RTLD_NEXT, name);
+	uintptr_t v = (uintptr_t)atomic_load_explicit(slot, memory_order_acquire);
+	unsigned long long adds = 0;
+	bool failed = false;
+	void *p;
 
+	if (v & KPP_NEXT_ABSENT) {
+		/*
+		 * Known absent: look again only if objects were loaded since
+		 * (a dlopen'ed libstdc++ or jemalloc), which this thread
+		 * checks once every 65536 of these calls (kpp_next_cached
+		 * counts them): the check itself takes the loader's lock.
+		 */
+		dl_iterate_phdr(read_adds, &adds);
+		if ((adds | KPP_NEXT_ABSENT) == v)
+			return NULL;
+	} else {
+		dl_iterate_phdr(read_adds, &adds);
+	}
+	p = dlsym(RTLD_NEXT, name);
+	failed = !p;
 	if (!p && also_in) {
 		/* RTLD_NOLOAD: only if loaded already.  The handle is kept,
 		 * so the library cannot go away under us. */
@@ -320,7 +401,10 @@ void *kpp_next_lookup(void *_Atomic *slot, const char *name, const char *also_in
 		if (h)
 			p = dlsym(h, name);
 	}
-	if (p)
-		atomic_store_explicit(slot, p, memory_order_release);
+	/* Our failed look-ups must not show in the program's dlerror(). */
+	if (failed)
+		dlerror();
+	atomic_store_explicit(slot, p ? p : (void *)(uintptr_t)(adds | KPP_NEXT_ABSENT),
+			      memory_order_release);
 	return p;
 }

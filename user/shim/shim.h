@@ -73,19 +73,29 @@ bool kpp_resolving(void) KPP_HIDDEN;
 
 /*
  * Wrappers of functions that may not exist (jemalloc's, libstdc++'s) find
- * the next definition on first use and cache it in *@slot; only a found
- * definition is cached, so a library loaded later is found then.  @also_in,
- * if not NULL, is a library to look in when the global scope has none
- * (loaded RTLD_LOCAL by a dlopen).
+ * the next definition on first use and cache it in *@slot.  A missing one
+ * is cached too (KPP_NEXT_ABSENT | the loader's count of objects loaded),
+ * and looked up again only after objects were loaded (real.c), never once
+ * per call; the program's dlerror() never sees our failed look-ups.
+ * @also_in, if not NULL, is a library to look in when the global scope has
+ * none (loaded RTLD_LOCAL by a dlopen).  NULL: absent.
  */
+#define KPP_NEXT_ABSENT	((uintptr_t)1 << 63)
 void *kpp_next_lookup(void *_Atomic *slot, const char *name,
 		      const char *also_in) KPP_HIDDEN;
+extern KPP_TLS uint32_t kpp_next_absent_calls KPP_HIDDEN;
 static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
 				    const char *also_in)
 {
 	void *p = atomic_load_explicit(slot, memory_order_acquire);
 
-	return likely(p) ? p : kpp_next_lookup(slot, name, also_in);
+	/* > 0: a definition (user addresses never have bit 63 set) */
+	if (likely((intptr_t)p > 0))
+		return p;
+	/* < 0: absent; looked for again once every 65536 calls (real.c) */
+	if (p && likely(kpp_next_absent_calls++ & 0xffff))
+		return NULL;
+	return kpp_next_lookup(slot, name, also_in);
 }
 
 /* --------------------------------------------------------- per thread */
@@ -152,6 +162,7 @@ struct kpp_global {
 	_Atomic uint64_t unsent;	/* events not sent since stopped */
 	_Atomic uint64_t frees_held;	/* FREEs retried after a full ring */
 	_Atomic uint64_t frees_lost;	/* ... that could not be held */
+	_Atomic int no_heap;		/* our malloc is not the program's (alloc_check.c) */
 	int loader_quiet;		/* no thread walked the objects at the fork */
 	int fork_threaded;		/* fork_prepare: other threads had run */
 	int fork_no_dlopen;		/* forked child: never dlopen (stack.c) */
@@ -301,6 +312,14 @@ bool kpp_free_record(const void *addr, uint64_t bytes) KPP_HIDDEN;
  * resize in place): never held; a FREE the full ring refused is counted lost.
  */
 bool kpp_free_record_now(const void *addr, uint64_t bytes) KPP_HIDDEN;
+/*
+ * kpp_free_submit - the FREE alone: 0 or an errno (ENOBUFS: ring full).
+ * kpp_free_hold - after an ENOBUFS, keep the block (malloc's family only:
+ * the held block is given back with the real free()) until its FREE goes
+ * in; false (counted lost) when the held list is full.
+ */
+int kpp_free_submit(const void *addr, uint64_t bytes) KPP_HIDDEN;
+bool kpp_free_hold(const void *addr, uint64_t bytes) KPP_HIDDEN;
 void kpp_held_reset(void) KPP_HIDDEN;
 void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
 			 uint64_t delay_ns, uint64_t rate) KPP_HIDDEN;
@@ -325,8 +344,8 @@ void kpp_heap_sampled(struct kpp_thread *t, void *p, size_t size) KPP_HIDDEN;
  * kpp_heap_tick - the countdown expired for @n bytes (n >= countdown):
  * re-arm, return the rate to sample with or 0 (heap.c's heap_tick).
  * kpp_heap_forget - a block is being freed: write its FREE record if it
- * was sampled; true if the caller must not free it: a start-up arena block
- * (never freed), or a block held until its FREE goes in (emit.c).
+ * was sampled; true if the caller must not free it (a start-up arena
+ * block).  Never held: only the caller knows the block's release function.
  */
 uint64_t kpp_heap_tick(struct kpp_thread *t, size_t n) KPP_HIDDEN;
 bool kpp_heap_forget(void *p) KPP_HIDDEN;
@@ -367,6 +386,12 @@ bool kpp_excluded(void) KPP_HIDDEN;
 /* --------------------------------------------------------- misc */
 
 uint64_t kpp_now_ns(void) KPP_HIDDEN;
-void kpp_debug(const char *fmt, ...) KPP_HIDDEN __attribute__((format(printf, 1, 2)));
+void kpp_debug_print(const char *fmt, ...) KPP_HIDDEN __attribute__((format(printf, 1, 2)));
+/* kpp_debug - kpp_debug_print, its arguments evaluated only under KPPROF_DEBUG=1. */
+#define kpp_debug(...)						\
+	do {							\
+		if (unlikely(kpp.debug))			\
+			kpp_debug_print(__VA_ARGS__);		\
+	} while (0)
 
 #endif /* KPP_SHIM_H */
