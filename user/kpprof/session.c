@@ -41,8 +41,16 @@ int kpp_session__record(void *ctx, const void *data, size_t len)
 		((struct kpp_agg_stats *)kpp_agg__stats(s->agg))->bad_records++;
 		return 0;
 	}
-	if (s->only_root && r.kind != KPPROF_REC_COMM && r.kind != KPPROF_REC_CYCLE &&
-	    !kpp_agg__descends_from(s->agg, r.tgid, s->root)) {
+	/*
+	 * record: only the command's tree.  A COMM record is kept when it
+	 * names a member or a new child of one (its ppid is a member), so
+	 * the tree is followed and the rest of the machine's processes cost
+	 * nothing (no process table of every pid, no per-exit work).
+	 */
+	if (s->only_root && r.kind != KPPROF_REC_CYCLE &&
+	    !kpp_agg__descends_from(s->agg, r.tgid, s->root) &&
+	    !(r.kind == KPPROF_REC_COMM && r.comm.reason != KPPROF_COMM_EXIT &&
+	      kpp_agg__descends_from(s->agg, r.comm.ppid, s->root))) {
 		s->skipped++;
 		return 0;
 	}
@@ -169,16 +177,15 @@ int kpp_session__settle(struct kpp_session *s, int timeout_ms)
 
 static int reap_one(void *ctx, struct kpp_proc *p)
 {
-	(void)ctx;
-	if (p->state == KPP_PROC_ALIVE && p->pid && kill(p->pid, 0) && errno == ESRCH) {
-		p->state = KPP_PROC_EXITED;
-	}
+	if (p->state == KPP_PROC_ALIVE && p->pid && kill(p->pid, 0) && errno == ESRCH)
+		kpp_agg__proc_exited(ctx, p);
 	return 0;
 }
 
 void kpp_session__reap(struct kpp_session *s)
 {
-	kpp_agg__for_each_proc(s->agg, reap_one, NULL);
+	kpp_agg__for_each_proc(s->agg, reap_one, s->agg);
+	kpp_agg__expire(s->agg);
 }
 
 struct learn_ctx {

@@ -52,7 +52,8 @@ int kpp_view__take(struct kpp_view *v, const struct kpp_agg *a, int type,
 		const struct kpp_bucket *b = kpp_agg__bucket(a, i);
 		struct kpp_view_sample *s;
 
-		if (b->type != type || (filter && !filter(ctx, b->pid)))
+		/* NULL: a free slot (its process was dropped). */
+		if (!b || b->type != type || (filter && !filter(ctx, b->pid)))
 			continue;
 		if (v->n == v->cap) {
 			size_t cap = v->cap ? 2 * v->cap : 256;
