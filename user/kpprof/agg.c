@@ -1184,6 +1184,82 @@ int kpp_agg__add(struct kpp_agg *a, const struct kpp_rec *r)
 	}
 }
 
+/* ------------------------------------------------------------ copies */
+
+struct kpp_agg *kpp_agg__new_copy(void)
+{
+	struct kpp_agg_limits lim = {
+		.max_buckets = SIZE_MAX, .max_stacks = SIZE_MAX, .max_stack_pcs = SIZE_MAX,
+		.max_live = SIZE_MAX, .max_exited = SIZE_MAX,
+		.max_uid_buckets = SIZE_MAX, .max_uid_stack_pcs = SIZE_MAX,
+		.max_uid_live = SIZE_MAX, .max_uid_procs = SIZE_MAX,
+		.max_proc_buckets = SIZE_MAX, .max_proc_live = SIZE_MAX,
+	};
+
+	return kpp_agg__new(&lim);
+}
+
+struct kpp_proc *kpp_agg__copy_proc(struct kpp_agg *dst, const struct kpp_proc *src)
+{
+	struct kpp_proc *p;
+	int err;
+
+	p = get_proc(dst, src->pid, src->uid, &err);
+	if (!p)
+		return NULL;
+	p->ppid = src->ppid;
+	p->serial = src->serial;
+	memcpy(p->comm, src->comm, sizeof(p->comm));
+	p->state = src->state;
+	p->exit_seq = src->exit_seq;
+	p->maps_from_proc = src->maps_from_proc;
+	p->named = src->named;
+	p->seccomp_stopped = src->seccomp_stopped;
+	p->seccomp_unsent = src->seccomp_unsent;
+	for (size_t i = 0; i < src->nr_maps; i++) {
+		const struct kpp_map *m = &src->maps[i];
+
+		if (grow((void **)&p->maps, &p->cap_maps, p->nr_maps + 1, sizeof(*p->maps)))
+			return NULL;
+		p->maps[p->nr_maps] = *m;
+		p->maps[p->nr_maps].path = strdup(m->path);
+		if (!p->maps[p->nr_maps].path)
+			return NULL;
+		p->nr_maps++;
+	}
+	return p;
+}
+
+int64_t kpp_agg__pin_stack(struct kpp_agg *dst, const uint64_t *pcs, unsigned int n)
+{
+	static const uint64_t none;
+	struct kpp_uid_acct *u = uid_get(dst, 0);
+	struct kpp_rec r = { .nr_pcs = n, .pcs = pcs ? pcs : &none };
+	int64_t id;
+
+	if (!u)
+		return -ENOMEM;
+	id = intern_stack(dst, u, &r);
+	if (id >= 0)
+		dst->stacks[id].refs++;	/* no bucket holds it: never freed */
+	return id;
+}
+
+struct kpp_agg *kpp_agg__copy_procs(const struct kpp_agg *a, uint32_t pid)
+{
+	struct kpp_agg *c = kpp_agg__new_copy();
+
+	if (!c)
+		return NULL;
+	for (size_t h = 0; h < PROC_HASH; h++)
+		for (struct kpp_proc *p = a->procs[h]; p; p = p->hnext)
+			if ((!pid || p->pid == pid) && !kpp_agg__copy_proc(c, p)) {
+				kpp_agg__free(c);
+				return NULL;
+			}
+	return c;
+}
+
 const struct kpp_agg_stats *kpp_agg__stats(const struct kpp_agg *a)
 {
 	return &a->st;

@@ -198,4 +198,17 @@ void kpp_agg__proc_exited(struct kpp_agg *a, struct kpp_proc *p);
 /* kpp_agg__expire - apply the max_exited policy now. */
 void kpp_agg__expire(struct kpp_agg *a);
 
+/*
+ * Copies for work done outside the lock the ring drainer needs
+ * (symbolization, encoding, /debug/pprof/symbol): an aggregation with no
+ * limits that holds only what is copied into it, freed with kpp_agg__free.
+ */
+struct kpp_agg *kpp_agg__new_copy(void);
+/* kpp_agg__copy_proc - @src's identity, comm, state and mappings into @dst. */
+struct kpp_proc *kpp_agg__copy_proc(struct kpp_agg *dst, const struct kpp_proc *src);
+/* kpp_agg__pin_stack - intern @n pcs in @dst for its life: the id, or <0. */
+int64_t kpp_agg__pin_stack(struct kpp_agg *dst, const uint64_t *pcs, unsigned int n);
+/* kpp_agg__copy_procs - every process (or only @pid, if not 0) with its mappings. */
+struct kpp_agg *kpp_agg__copy_procs(const struct kpp_agg *a, uint32_t pid);
+
 #endif
