@@ -12,11 +12,17 @@
  *     refused against that uid's quota, and another uid's records all go in;
  *   - an exited process has nothing in use (Go: a process that is gone has
  *     no heap), its allocations stay in alloc_*; `record` keeps the leak view;
- *   - a pid reused by a fork after a SIGKILL starts a new process.
+ *   - a pid reused by a fork after a SIGKILL starts a new process;
+ *   - refusals are visible: the profile comment's line and the counters
+ *     the collector publishes for `kpprof stat` (never through a symlink).
  */
 #include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <kselftest_harness.h>
 
+#include "collector_stats.h"
+#include "session.h"
 #include "test_rec.h"
 #include "view.h"
 
@@ -276,6 +282,56 @@ TEST(fork_into_a_used_pid_is_a_new_process)
 	EXPECT_EQ(0.0, heap_col(a, 500, 0));
 	EXPECT_EQ(1u, kpp_agg__stats(a)->images_ended);
 	kpp_agg__free(a);
+}
+
+TEST(refusals_are_visible)
+{
+	struct kpp_agg_limits lim = { .max_uid_buckets = 3, .max_proc_buckets = 100 };
+	char dir[] = "/tmp/kpprof-agg-bounds.XXXXXX", link[64], line[512], *out = NULL;
+	uint64_t pcs[1];
+	struct kpp_session s;
+	size_t outlen = 0;
+	FILE *f;
+
+	memset(&s, 0, sizeof(s));
+	s.fd = -1;
+	s.agg = kpp_agg__new(&lim);
+	ASSERT_NE(NULL, s.agg);
+	for (int i = 0; i < 5; i++) {
+		pcs[0] = 0x1000 + i;
+		ASSERT_EQ(0, alloc(s.agg, 7, 1000, 1, 0x100 + 16 * i, 8, pcs, 1));
+	}
+	EXPECT_EQ(2u, kpp_agg__stats(s.agg)->over_uid_buckets);
+	ASSERT_TRUE(kpp_agg__refusals(kpp_agg__stats(s.agg), line, sizeof(line)));
+	EXPECT_NE(NULL, strstr(line, "uid buckets 2")) TH_LOG("%s", line);
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, chmod(dir, 0755));
+	setenv("KPPROF_RUN_DIR", dir, 1);
+	kpp_collector_stats__publish(&s.pub, &s);
+	f = open_memstream(&out, &outlen);
+	ASSERT_NE(NULL, f);
+	kpp_collector_stats__print(f);
+	fclose(f);
+	EXPECT_NE(NULL, strstr(out, "over_uid_buckets")) TH_LOG("%s", out);
+	snprintf(line, sizeof(line), "pid %d;", (int)getpid());
+	EXPECT_NE(NULL, strstr(out, line)) TH_LOG("%s", out);
+	free(out);
+	kpp_collector_stats__close(&s.pub);
+
+	/* A run directory that is a symlink is not used. */
+	snprintf(link, sizeof(link), "%s.lnk", dir);
+	ASSERT_EQ(0, symlink(dir, link));
+	setenv("KPPROF_RUN_DIR", link, 1);
+	memset(&s.pub, 0, sizeof(s.pub));
+	kpp_collector_stats__publish(&s.pub, &s);
+	EXPECT_TRUE(s.pub.disabled);
+	snprintf(line, sizeof(line), "%s/collector", dir);
+	EXPECT_NE(0, access(line, F_OK));
+	unlink(link);
+	rmdir(dir);
+	unsetenv("KPPROF_RUN_DIR");
+	kpp_agg__free(s.agg);
 }
 
 TEST_HARNESS_MAIN

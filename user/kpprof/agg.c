@@ -1264,3 +1264,47 @@ const struct kpp_agg_stats *kpp_agg__stats(const struct kpp_agg *a)
 {
 	return &a->st;
 }
+
+bool kpp_agg__refusals(const struct kpp_agg_stats *st, char *buf, size_t len)
+{
+	const struct { const char *what; uint64_t n; } r[] = {
+		{ "uid buckets", st->over_uid_buckets },
+		{ "uid stack frames", st->over_uid_stacks },
+		{ "uid live", st->over_uid_live },
+		{ "uid processes", st->over_uid_procs },
+		{ "process buckets", st->over_proc_buckets },
+		{ "process live", st->over_proc_live },
+		{ "stack frames", st->over_stack_pcs },
+	};
+	size_t used = 0;
+	bool any = false;
+
+	if (len)
+		buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
+		int n;
+
+		if (!r[i].n)
+			continue;
+		n = snprintf(buf + used, len - used, "%s%s %llu", any ? ", " : "; refused over quota: ",
+			     r[i].what, (unsigned long long)r[i].n);
+		any = true;
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += n;
+	}
+	return any;
+}
+
+void kpp_agg__print_stats(const struct kpp_agg_stats *st, FILE *f)
+{
+#define P(x) fprintf(f, "%-22s %llu\n", #x, (unsigned long long)st->x)
+	P(nr_procs); P(nr_uids); P(nr_buckets); P(nr_stacks); P(stack_bytes); P(nr_live);
+	P(over_buckets); P(over_stacks); P(over_stack_pcs); P(over_live);
+	P(over_uid_buckets); P(over_uid_stacks); P(over_uid_live); P(over_uid_procs);
+	P(over_proc_buckets); P(over_proc_live);
+	P(bad_records); P(unknown_frees); P(replaced_allocs); P(late_records);
+	P(procs_dropped); P(images_ended); P(exit_freed); P(stacks_freed);
+	P(cycles_folded); P(drop_work);
+#undef P
+}

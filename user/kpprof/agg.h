@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "decode.h"
 
@@ -164,6 +165,13 @@ void kpp_agg__free(struct kpp_agg *a);
 /* kpp_agg__add - account one record; 0 or -ENOMEM. */
 int kpp_agg__add(struct kpp_agg *a, const struct kpp_rec *r);
 const struct kpp_agg_stats *kpp_agg__stats(const struct kpp_agg *a);
+/*
+ * kpp_agg__refusals - one line of the records refused against a quota or
+ * cap, by reason ("" when none), for profile comments; true if any.
+ */
+bool kpp_agg__refusals(const struct kpp_agg_stats *st, char *buf, size_t len);
+/* kpp_agg__print_stats - every counter and size, "name value" per line. */
+void kpp_agg__print_stats(const struct kpp_agg_stats *st, FILE *f);
 
 /* The lowest cycle not yet known complete (0 before any record). */
 uint64_t kpp_agg__first_incomplete(const struct kpp_agg *a);

@@ -171,6 +171,7 @@ void kpp_session__close(struct kpp_session *s)
 	free(s->pending);
 	if (s->sym_shared)
 		pthread_mutex_destroy(&s->sym_lock);
+	kpp_collector_stats__close(&s->pub);
 	kpp_ring__free(s->ring);
 	kpp_decoder__free(s->dec);
 	kpp_agg__free(s->agg);
@@ -325,6 +326,7 @@ int kpp_session__poll(struct kpp_session *s, int timeout_ms)
 
 	if (s->nr_pending)
 		try_pending(s);
+	kpp_collector_stats__publish(&s->pub, s);
 	if (n < 0 && !s->ring_error) {
 		/* Said once: a corrupt ring (EPROTO) or no memory stays so. */
 		fprintf(stderr, "kpprof: reading the ring: %s%s\n", strerror(-n),

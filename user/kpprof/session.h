@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "agg.h"
+#include "collector_stats.h"
 #include "decode.h"
 #include "ring.h"
 #include "symbolize.h"
@@ -45,6 +46,7 @@ struct kpp_session {
 	struct kpp_pending_prefetch *pending;
 	size_t nr_pending;
 	uint64_t prefetch_deferred, prefetch_lost;
+	struct kpp_collector_stats pub;	/* for `kpprof stat` */
 };
 
 /* kpp_session__open - 0, or 1 after printing why not. */
