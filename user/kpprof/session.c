@@ -281,6 +281,8 @@ void kpp_session__reap(struct kpp_session *s)
 {
 	kpp_agg__for_each_proc(s->agg, reap_one, s->agg);
 	kpp_agg__expire(s->agg);
+	/* serve's loop reaps without kpp_session__poll: publish here too. */
+	kpp_collector_stats__publish(&s->pub, s);
 }
 
 struct learn_ctx {
