@@ -8,7 +8,9 @@
  *   - kpp_agg__copy_procs, the same for /debug/pprof/symbol scans;
  *   - with the symbolizer shared, the ring callback never waits for it: an
  *     MMAP record's prefetch finds it held, is queued, and runs at the next
- *     record once it is free; the queue is bounded and its losses counted.
+ *     record once it is free; the queue is bounded and its losses counted;
+ *   - (review L2) `record` keeps only its command's tree: COMM records of
+ *     other processes cost no process-table entry.
  */
 #include <kselftest_harness.h>
 
@@ -143,6 +145,42 @@ TEST(drainer_never_waits_for_the_symbolizer)
 	ASSERT_EQ(0, kpp_session__record(&s, f.b.bytes, len));
 	EXPECT_EQ(0u, s.nr_pending);
 	s.dec = NULL;		/* the fixture's */
+	kpp_session__close(&s);
+	kpp_decoder__free(f.d);
+	free(f.text);
+}
+
+TEST(record_keeps_only_its_tree)
+{
+	struct kpp_session s;
+	struct fx f;
+	size_t len;
+
+	fx_init(_metadata, &f);
+	memset(&s, 0, sizeof(s));
+	s.fd = -1;
+	s.dec = f.d;
+	s.agg = kpp_agg__new(NULL);
+	ASSERT_NE(NULL, s.agg);
+	s.only_root = true;
+	s.root = 100;
+	len = test_comm(&f.b, 100, 1, KPPROF_COMM_START, "make", 1);
+	ASSERT_EQ(0, kpp_session__record(&s, f.b.bytes, len));
+	len = test_comm(&f.b, 101, 100, KPPROF_COMM_FORK, "make", 1);
+	ASSERT_EQ(0, kpp_session__record(&s, f.b.bytes, len));
+	len = test_comm(&f.b, 102, 101, KPPROF_COMM_START, "cc", 1);
+	ASSERT_EQ(0, kpp_session__record(&s, f.b.bytes, len));
+	/* The rest of the machine: starts, forks and exits of other trees. */
+	for (uint32_t pid = 1000; pid < 3000; pid++) {
+		len = test_comm(&f.b, pid, 1, KPPROF_COMM_START, "other", 1);
+		ASSERT_EQ(0, kpp_session__record(&s, f.b.bytes, len));
+		len = test_comm(&f.b, pid, 1, KPPROF_COMM_EXIT, "other", 1);
+		ASSERT_EQ(0, kpp_session__record(&s, f.b.bytes, len));
+	}
+	EXPECT_EQ(3u, kpp_agg__stats(s.agg)->nr_procs);
+	EXPECT_EQ(4000u, s.skipped);
+	EXPECT_TRUE(kpp_agg__descends_from(s.agg, 102, 100));
+	s.dec = NULL;
 	kpp_session__close(&s);
 	kpp_decoder__free(f.d);
 	free(f.text);
