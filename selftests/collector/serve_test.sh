@@ -141,7 +141,8 @@ for b in $(seq 8); do
 	done
 	wait "${wpids[@]}"
 done
-kill -0 $dl 2>/dev/null || tap_diag "the 80 processes outlasted the 45 s window"
+outlasted=0
+kill -0 $dl 2>/dev/null || outlasted=1
 wait $dl
 code=$(cat "$out/drop.code")
 r=$(go tool pprof -symbolize=none -raw "$out/drop.pb.gz" 2>&1)
@@ -149,7 +150,10 @@ np=$(grep -oE 'pid:\[[0-9]+\]' <<<"$r" | sort -u | wc -l)
 # each seeds_heap 1 allocates 2 MiB: the delta holds 2 MiB per process in it
 mb=$(go tool pprof -symbolize=none -sample_index=alloc_space -top "$out/drop.pb.gz" 2>&1 |
      sed -nE 's/.* of ([0-9.]+)MB total.*/\1/p')
-if [ "$code" = 200 ] && [ "$np" -ge 50 ] && awk -v m="${mb:-0}" -v n="$np" 'BEGIN { exit !(m >= 1.9 * n && m <= 2.2 * n) }'; then
+if [ $outlasted = 1 ] && [ "$code" = 200 ]; then
+	# Not a verdict on the rule: the machine was too slow for the window.
+	tap_skip "delta while 80 processes exit: they outlasted the 45 s window ($np in it)"
+elif [ "$code" = 200 ] && [ "$np" -ge 50 ] && awk -v m="${mb:-0}" -v n="$np" 'BEGIN { exit !(m >= 1.9 * n && m <= 2.2 * n) }'; then
 	tap_ok "delta while 80 processes exit: 200, $np processes in it, ${mb}MB (truth $((2 * np))MB)"
 else
 	tap_diag "$(head -c 300 "$out/drop.pb.gz")"
