@@ -308,8 +308,12 @@ static long kpp_ioctl_attach(struct file *file)
  * they are zapped, and a later access is SIGBUS (no ->fault), so it can
  * neither read the next consumer's records nor write its cons_pos.  They
  * are VM_IO (kpp_ring_vm_flags()): no get_user_pages() pin outlives the
- * zap, and MADV_DOFORK cannot hand them to a child.  kpp_mmap() maps them
- * under @consumer_lock, so none is being set up while we zap.
+ * zap, and MADV_DOFORK cannot hand them to a child.  kpp_mmap() fills
+ * them under @consumer_lock, so no ->mmap of ours runs while we zap; but
+ * mmap_region() links the new VMA into the file's i_mmap only after
+ * ->mmap returns, so a mmap() by the departing consumer itself, racing
+ * with its own detach, can keep that one mapping (closing this needs the
+ * pages mapped at fault time, under @consumer_lock).
  */
 static bool kpp_consumer_detach(struct file *file)
 {
