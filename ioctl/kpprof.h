@@ -35,11 +35,32 @@
  * not.  CAP_PERFMON (or CAP_SYS_ADMIN) at open() bypasses producer_gid.
  * The record's uid is the writer's at the time of the write.
  *
- * Fairness: the unread records of one uid may take at most
- * kpprof_info.producer_share bytes of the ring (module parameter
- * producer_share, a percentage, default 50); beyond it, that uid's
- * records are dropped (ENOBUFS, KPPROF_DROP_SHARE) while other uids still
- * find room.  A uid's bytes come back as the consumer reads its records.
+ * Fairness: the kernel charges the ring bytes of each unread record (its
+ * entry: header, record, padding) to a bucket: one per uid for the first 64
+ * uids with unread records, and one overflow bucket that every further uid
+ * shares.  A bucket that holds h bytes may take a record of t more only if
+ *
+ *	h + t <= min(P, F / (A + 1))
+ *
+ * where P is kpprof_info.producer_share (module parameter producer_share, a
+ * percentage of the ring, default 50), F the ring's free space and A the
+ * number of other buckets holding unread records (with A = 0, only
+ * h + t <= P); otherwise the record is dropped (ENOBUFS,
+ * KPPROF_DROP_SHARE).  So:
+ *   - one uid alone may hold P bytes of unread records;
+ *   - whatever other uids do, a uid holding nothing is refused for its share
+ *     only when F < (A + 1) * t; a flooder beside others stops at
+ *     1 / (A + 1) of the free space, so it leaves a newcomer as much as it
+ *     holds itself.  With the consumer reading nothing, n >= 1 uids that
+ *     flood one after another leave F = 2 * (ring_size - P) / (n + 1) free,
+ *     of which the next uid may take F / (n + 1): with the default 4 MiB ring
+ *     and P = 50%, 466 KiB beside two flooders, 1 KiB beside 64.  Bytes come
+ *     back as the consumer reads;
+ *   - the uids beyond the first 64 are accounted together, as one bucket
+ *     with one share: they can crowd each other out, but not the tracked
+ *     uids, and no writer is ever unaccounted.
+ * A bucket is kept while its uid has unread records: a service that always
+ * has some keeps its own.
  *
  * Extensible structs follow the copy_struct_from_user() rule: each is
  * versioned by its size, which is encoded in the ioctl number; new members
@@ -53,7 +74,10 @@
  * Memory map (offsets in pages of the device file).  No mapping may be
  * executable (mmap with PROT_EXEC: EPERM; mprotect: EACCES), nor grown by
  * mremap(); the consumer's two mappings are not inherited across fork()
- * and left out of core dumps (as perf's); the config page is inherited.
+ * (they are VM_IO, so madvise(MADV_DOFORK) on them is EINVAL, and no
+ * get_user_pages() pin can hold them), left out of core dumps (as perf's),
+ * and revoked when the consumer detaches; the config page is inherited.
+ * The file is a stream: lseek(2), pread(2) and pwrite(2) are ESPIPE.
  *
  *   pgoff 0            config page, PROT_READ only: struct kpprof_config_page
  *   pgoff 1            consumer page, read-write: __u64 cons_pos at offset 0
@@ -85,7 +109,8 @@
  * if you need time order; never assume it from ring order.
  *
  * Wake-ups: poll(2) on the consumer file reports POLLIN when the entry at
- * cons_pos is complete.  A producer wakes a sleeping consumer once
+ * cons_pos is complete; an epoll set may add the file before or after
+ * KPPROF_IOC_CONSUMER_ATTACH.  A producer wakes a sleeping consumer once
  * wakeup_watermark bytes (module parameter) are unread; a cycle record
  * always wakes it, and the cycle timer wakes it for anything pending.  With
  * cycle_period_ms 0, fewer unread bytes than the watermark do not end a
@@ -204,8 +229,10 @@ struct kpprof_config_page {
  * @ring_size:       bytes of ring data (a power of two).
  * @max_record_size: largest record write(2) accepts, in bytes.
  * @producer_gid:    group allowed to write records, or -1 for anyone.
- * @producer_share:  ring bytes the unread records of one uid may take;
- *                   a record beyond it is dropped (KPPROF_DROP_SHARE).
+ * @producer_share:  ring bytes the unread records of one uid may take at
+ *                   most (less while other uids hold records: see
+ *                   Fairness); a record beyond it is dropped
+ *                   (KPPROF_DROP_SHARE).
  * @reserved:        zero.
  */
 struct kpprof_info {
@@ -321,15 +348,18 @@ struct kpprof_format_arg {
 /*
  * Submits one record; the argument points at its struct kpprof_record,
  * whose @size says how many bytes follow.  Same rules and errors as
- * write(2) of the record, but returns 0 on success.  A producer should use
+ * write(2) of the record (a descriptor opened without write access is
+ * EBADF), but returns 0 on success.  A producer should use
  * it rather than write(2): on a file that is not /dev/kpprof (a reused fd
  * number) it fails with ENOTTY instead of writing into that file.
  */
 #define KPPROF_IOC_SUBMIT	_IO(KPPROF_IOC_MAGIC, 0x07)
 /*
  * The consumer stops being the consumer (close(2) does the same); no
- * argument.  EINVAL on a file that is not the consumer.  Its mappings stay
- * but must no longer be used: the next consumer's cons_pos is the same.
+ * argument.  EINVAL on a file that is not the consumer.  Its mappings of
+ * the ring (pgoff 1 onwards) are revoked: they stay in its address space,
+ * but any access to them is SIGBUS, so it can neither read the next
+ * consumer's records nor write its cons_pos.
  */
 #define KPPROF_IOC_CONSUMER_DETACH _IO(KPPROF_IOC_MAGIC, 0x08)
 

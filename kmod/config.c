@@ -46,6 +46,7 @@ static void kpp_config_cycle_fn(struct work_struct *work)
 	u32 period;
 
 	kpp_config_publish_cycle(cs, cycle);
+	kpp_ring_reclaim_all(&kpp_dev.ring);
 	kpp_ring_wake_if_pending(&kpp_dev.ring);
 
 	/* what stops the timer cancels us synchronously, under cs->lock */
@@ -76,7 +77,7 @@ int kpp_config_init(struct kpp_config_state *cs)
 		return -ENOMEM;
 
 	mutex_init(&cs->lock);
-	cs->timer_on = false;
+	WRITE_ONCE(cs->timer_on, false);
 	INIT_DELAYED_WORK(&cs->cycle_work, kpp_config_cycle_fn);
 	cs->page->abi_version = KPPROF_ABI_VERSION;
 
@@ -91,7 +92,7 @@ int kpp_config_init(struct kpp_config_state *cs)
 void kpp_config_timer_start(struct kpp_config_state *cs)
 {
 	mutex_lock(&cs->lock);
-	cs->timer_on = true;
+	WRITE_ONCE(cs->timer_on, true);
 	if (cs->cur.cycle_period_ms)
 		mod_delayed_work(system_wq, &cs->cycle_work,
 				 msecs_to_jiffies(cs->cur.cycle_period_ms));
@@ -106,7 +107,8 @@ void kpp_config_timer_start(struct kpp_config_state *cs)
 void kpp_config_timer_stop(struct kpp_config_state *cs)
 {
 	mutex_lock(&cs->lock);
-	cs->timer_on = false;
+	/* read by the work without the lock */
+	WRITE_ONCE(cs->timer_on, false);
 	cancel_delayed_work_sync(&cs->cycle_work);
 	mutex_unlock(&cs->lock);
 }

@@ -6,8 +6,8 @@
  * CAP_SYS_ADMIN, and only one file at a time may be the consumer.
  *
  * Whether a file may write records (producer_gid) is decided once, when it
- * is opened, from the opener's credentials (file->f_cred), and kept in
- * file->private_data: a descriptor handed to a setuid program, or kept
+ * is opened, from the opener's credentials (file->f_cred), and kept in the
+ * file's struct kpp_file: a descriptor handed to a setuid program, or kept
  * across setuid() by its opener, writes as the open allowed, and a write
  * costs no capability check (nor the audit record a denied one logs).
  *
@@ -23,6 +23,7 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
+#include <linux/mm.h>
 #include "kpp.h"
 
 /* The command with its size bits masked off (seccomp's EA_IOCTL). */
@@ -33,18 +34,28 @@ static bool kpp_is_consumer(struct file *file)
 	return READ_ONCE(kpp_dev.consumer) == file;
 }
 
-/* file->private_data of a file whose opener may write records */
-#define KPP_FILE_PRODUCER	((void *)1UL)
+/**
+ * struct kpp_file - what the module keeps per open file (private_data)
+ * @producer: the opener may write records (decided at open()).
+ */
+struct kpp_file {
+	bool producer;
+};
 
 /*
  * kpp_open - decide, once, whether this file may write records, with the
  * file's credentials (at open() they are the opener's).  The capability
  * check logs no audit record: a file that may not write is no denial yet
  * (it may consume, or only read the config).
+ *
+ * The file is a stream (stream_open()): write(2) neither reads nor updates
+ * f_pos, a line all of a process's threads would otherwise dirty on every
+ * record, and lseek(2), pread(2) and pwrite(2) are ESPIPE.
  */
 static int kpp_open(struct inode *inode, struct file *file)
 {
 	int gid = READ_ONCE(kpp_dev.producer_gid);
+	struct kpp_file *kf;
 	const struct cred *old;
 	bool allowed = true;
 
@@ -55,8 +66,12 @@ static int kpp_open(struct inode *inode, struct file *file)
 			  ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
 		revert_creds(old);
 	}
-	file->private_data = allowed ? KPP_FILE_PRODUCER : NULL;
-	return 0;
+	kf = kzalloc(sizeof(*kf), GFP_KERNEL);
+	if (!kf)
+		return -ENOMEM;
+	kf->producer = allowed;
+	file->private_data = kf;
+	return stream_open(inode, file);
 }
 
 /*
@@ -80,7 +95,12 @@ static int kpp_submit(struct file *file, const char __user *ubuf, size_t len)
 	u32 flag;
 	int err;
 
-	if (file->private_data != KPP_FILE_PRODUCER) {
+	/* as write(2): a descriptor opened without write access submits nothing */
+	if (!(file->f_mode & FMODE_WRITE)) {
+		err = -EBADF;
+		goto err_reject;
+	}
+	if (!((struct kpp_file *)file->private_data)->producer) {
 		err = -EPERM;
 		goto err_reject;
 	}
@@ -280,7 +300,21 @@ static long kpp_ioctl_attach(struct file *file)
 	return ret;
 }
 
-/* kpp_consumer_detach - stop being the consumer; false if @file is not */
+/*
+ * kpp_consumer_detach - stop being the consumer; false if @file is not.
+ *
+ * The ring's pages (pgoff 1 onwards) can only be mapped through the
+ * consumer file, so every mapping of them is the departing consumer's:
+ * they are zapped, and a later access is SIGBUS (no ->fault), so it can
+ * neither read the next consumer's records nor write its cons_pos.  They
+ * are VM_IO (kpp_ring_vm_flags()): no get_user_pages() pin outlives the
+ * zap, and MADV_DOFORK cannot hand them to a child.  kpp_mmap() fills
+ * them under @consumer_lock, so no ->mmap of ours runs while we zap; but
+ * mmap_region() links the new VMA into the file's i_mmap only after
+ * ->mmap returns, so a mmap() by the departing consumer itself, racing
+ * with its own detach, can keep that one mapping (closing this needs the
+ * pages mapped at fault time, under @consumer_lock).
+ */
 static bool kpp_consumer_detach(struct file *file)
 {
 	bool was = false;
@@ -289,6 +323,9 @@ static bool kpp_consumer_detach(struct file *file)
 	if (kpp_dev.consumer == file) {
 		WRITE_ONCE(kpp_dev.consumer, NULL);
 		kpp_config_timer_stop(&kpp_dev.config);
+		unmap_mapping_range(file->f_mapping,
+				    (loff_t)KPPROF_PGOFF_CONSUMER << PAGE_SHIFT,
+				    0, 1);
 		was = true;
 	}
 	mutex_unlock(&kpp_dev.consumer_lock);
@@ -377,30 +414,40 @@ static long kpp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 static int kpp_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	switch (vma->vm_pgoff) {
-	case KPPROF_PGOFF_CONFIG:
+	int err;
+
+	if (vma->vm_pgoff == KPPROF_PGOFF_CONFIG)
 		return kpp_config_mmap(&kpp_dev.config, vma);
-	case KPPROF_PGOFF_CONSUMER:
-		if (!kpp_is_consumer(file))
-			return -EPERM;
-		return kpp_ring_mmap_consumer(&kpp_dev.ring, vma);
-	case KPPROF_PGOFF_PRODUCER:
-		if (!kpp_is_consumer(file))
-			return -EPERM;
-		return kpp_ring_mmap_producer(&kpp_dev.ring, vma);
-	default:
+	if (vma->vm_pgoff != KPPROF_PGOFF_CONSUMER &&
+	    vma->vm_pgoff != KPPROF_PGOFF_PRODUCER)
 		return -EINVAL;
-	}
+
+	/* not while a detach zaps the ring's mappings */
+	mutex_lock(&kpp_dev.consumer_lock);
+	if (kpp_dev.consumer != file)
+		err = -EPERM;
+	else if (vma->vm_pgoff == KPPROF_PGOFF_CONSUMER)
+		err = kpp_ring_mmap_consumer(&kpp_dev.ring, vma);
+	else
+		err = kpp_ring_mmap_producer(&kpp_dev.ring, vma);
+	mutex_unlock(&kpp_dev.consumer_lock);
+	return err;
 }
 
 static __poll_t kpp_poll(struct file *file, struct poll_table_struct *pts)
 {
 	struct kpp_ring *rb = &kpp_dev.ring;
 
+	/*
+	 * Always, consumer or not yet: the waitqueue is the ring's, and an
+	 * epoll set that adds the file before CONSUMER_ATTACH hooks onto it
+	 * only here (ep_insert()), never again.
+	 */
+	poll_wait(file, &rb->waitq, pts);
 	if (!kpp_is_consumer(file))
 		return EPOLLOUT | EPOLLWRNORM;
-
-	poll_wait(file, &rb->waitq, pts);
+	/* the consumer's context: release what it has read */
+	kpp_ring_reclaim_all(rb);
 	/* with the barrier that orders poll_wait() before the ring's loads */
 	if (kpp_ring_poll(rb))
 		return EPOLLIN | EPOLLRDNORM | EPOLLOUT | EPOLLWRNORM;
@@ -410,6 +457,7 @@ static __poll_t kpp_poll(struct file *file, struct poll_table_struct *pts)
 static int kpp_release(struct inode *inode, struct file *file)
 {
 	kpp_consumer_detach(file);
+	kfree(file->private_data);
 	return 0;
 }
 
@@ -422,7 +470,6 @@ static const struct file_operations kpp_fops = {
 	.mmap = kpp_mmap,
 	.poll = kpp_poll,
 	.release = kpp_release,
-	.llseek = noop_llseek,
 };
 
 static struct miscdevice kpp_miscdev = {

@@ -18,15 +18,6 @@
 #include <linux/slab.h>
 #include <kpprof.h>
 
-/*
- * The ring's positions and the config page's cycle are u64s that producers,
- * the consumer and the kernel load and store without a lock: single-copy
- * atomic only on a 64-bit kernel.
- */
-#ifndef CONFIG_64BIT
-#error "kpprof needs a 64-bit kernel (CONFIG_64BIT)"
-#endif
-
 /* Bounds of the ring_size module parameter. */
 #define KPP_RING_SIZE_MIN	SZ_64K
 #define KPP_RING_SIZE_MAX	SZ_1G
@@ -56,10 +47,28 @@ struct kpp_share {
 
 /**
  * struct kpp_ring - the multi-producer, single-consumer record ring
+ *
+ * Four groups, each on cache lines of its own: what every producer reads
+ * and nobody writes after init; the lock with what it guards; the drop
+ * counters, which producers that never take the lock increment; the
+ * consumer's waitqueue.
+ *
+ * @size:        bytes of data, a power of two; @mask is @size - 1.
+ * @watermark:   unread bytes that wake a waiting consumer.
+ * @share_max:   ring bytes one uid may hold (producer_share).
+ * @pages:       the distinct pages: consumer, producer, then data.
+ * @nr_pages:    how many @pages holds.
+ * @area:        vmap of consumer page, producer page, data pages twice.
+ * @cons_pos:    on the consumer page: written by the consumer only, so
+ *               never trusted beyond the consumer's own data.
+ * @prod_pos:    on the producer page: read-only to user space.
+ * @data:        start of the first data mapping.
  * @lock:        serialises reservations; guards @prod, @reclaim, @cycle,
- *               @shares and the accepted counters.  A raw spinlock taken
- *               with interrupts off: on PREEMPT_RT too it spins and keeps
- *               preemption off, so what it guards is O(1) work (see ring.c).
+ *               @shares, @overflow and the accepted counters.  Taken by
+ *               tasks only, never in interrupt context, so interrupts stay
+ *               on; a raw spinlock because it is taken inside the
+ *               preemption-off window (see ring.c).  One hold does a
+ *               bounded, small amount of work.
  * @prod:        the producer position, the kernel's own copy; the page
  *               user space sees (@prod_pos) is only ever written from it.
  * @reclaim:     the kernel's consumer position: every entry before it has
@@ -69,48 +78,44 @@ struct kpp_share {
  *               reserved, so ring order is cycle order.
  * @accepted:    records reserved (under @lock).
  * @accepted_bytes: ring bytes they took (under @lock).
- * @share_max:   ring bytes one uid may hold (producer_share).
  * @nr_shares:   slots of @shares in use.
+ * @overflow:    the bucket of the uids that found every slot taken
+ *               (@overflow.uid is unused).
  * @shares:      per-uid occupancy, KPP_SHARE_SLOTS slots.
  * @dropped:     valid records not taken, by KPPROF_DROP_*.
  * @rejected:    malformed or unprivileged writes.
  * @wakeups:     consumer wake-ups issued.
- * @size:        bytes of data, a power of two; @mask is @size - 1.
- * @watermark:   unread bytes that wake a waiting consumer.
- * @pages:       the distinct pages: consumer, producer, then data.
- * @nr_pages:    how many @pages holds.
- * @area:        vmap of consumer page, producer page, data pages twice.
- * @cons_pos:    on the consumer page: written by the consumer only, so
- *               never trusted beyond the consumer's own data.
- * @prod_pos:    on the producer page: read-only to user space.
- * @data:        start of the first data mapping.
  * @waitq:       the consumer sleeps here in poll().
  * @wake_on_commit: the consumer slept on a BUSY entry at cons_pos: the next
  *               commit wakes it, below the watermark too.
  */
 struct kpp_ring {
-	raw_spinlock_t lock;	/* see @lock above */
-	u64 prod;
-	u64 reclaim;
-	u64 cycle;
-	u64 accepted;
-	u64 accepted_bytes;
-	u64 share_max;
-	unsigned int nr_shares;
-	struct kpp_share shares[KPP_SHARE_SLOTS];
-	atomic64_t dropped[KPPROF_DROP_REASONS];
-	atomic64_t rejected;
-	atomic64_t wakeups;
-	u64 size;
+	u64 size ____cacheline_aligned_in_smp;
 	u64 mask;
 	u64 watermark;
+	u64 share_max;
 	struct page **pages;
 	int nr_pages;
 	void *area;
 	u64 *cons_pos;
 	u64 *prod_pos;
 	u8 *data;
-	wait_queue_head_t waitq;
+
+	raw_spinlock_t lock ____cacheline_aligned_in_smp;
+	u64 prod;
+	u64 reclaim;
+	u64 cycle;
+	u64 accepted;
+	u64 accepted_bytes;
+	unsigned int nr_shares;
+	struct kpp_share overflow;
+	struct kpp_share shares[KPP_SHARE_SLOTS];
+
+	atomic64_t dropped[KPPROF_DROP_REASONS] ____cacheline_aligned_in_smp;
+	atomic64_t rejected;
+	atomic64_t wakeups;
+
+	wait_queue_head_t waitq ____cacheline_aligned_in_smp;
 	bool wake_on_commit;
 };
 
@@ -137,8 +142,9 @@ struct kpp_stamp {
  */
 struct kpp_config_state {
 	struct mutex lock;	/* see @lock above */
-	struct kpprof_config cur;
-	struct kpprof_config_page *page;
+	/* read by every write: not on the line of @lock's wait list */
+	struct kpprof_config cur ____cacheline_aligned_in_smp;
+	struct kpprof_config_page *page ____cacheline_aligned_in_smp;
 	bool timer_on;
 	struct delayed_work cycle_work;
 };
@@ -178,6 +184,7 @@ u64 kpp_ring_advance_cycle(struct kpp_ring *rb, u32 reason, bool emit);
 bool kpp_ring_readable(struct kpp_ring *rb);
 bool kpp_ring_poll(struct kpp_ring *rb);
 void kpp_ring_attach(struct kpp_ring *rb);
+void kpp_ring_reclaim_all(struct kpp_ring *rb);
 void kpp_ring_wake_if_pending(struct kpp_ring *rb);
 int kpp_ring_mmap_consumer(struct kpp_ring *rb, struct vm_area_struct *vma);
 int kpp_ring_mmap_producer(struct kpp_ring *rb, struct vm_area_struct *vma);

@@ -36,17 +36,6 @@ module_param(producer_gid, int, 0444);
 MODULE_PARM_DESC(producer_gid,
 		 "only this group (and CAP_PERFMON) may write records; -1: anyone");
 
-/*
- * A record buffer needs no initial value: a write reads back only the
- * bytes its copy_from_user() filled.  Having a constructor, even one with
- * nothing to do, also spares the cache init_on_alloc's zeroing, which
- * would clear 1152 bytes on every write (the stack buffer it replaces was
- * left uninitialised for the same reason).
- */
-static void kpp_rec_buf_ctor(void *buf)
-{
-}
-
 static int __init kpp_mod_init(void)
 {
 	int err;
@@ -67,12 +56,16 @@ static int __init kpp_mod_init(void)
 	kpp_dev.producer_gid = producer_gid;
 	mutex_init(&kpp_dev.consumer_lock);
 
-	/* copy_from_user() fills these: whitelisted for hardened usercopy */
+	/*
+	 * copy_from_user() fills these: whitelisted for hardened usercopy.
+	 * No constructor: one would switch off init_on_alloc and
+	 * init_on_free for the cache, overriding the admin's choice.
+	 */
 	kpp_dev.rec_cache = kmem_cache_create_usercopy("kpprof_record",
 						       KPP_STACK_RECORD_SIZE_MAX,
 						       8, 0, 0,
 						       KPP_STACK_RECORD_SIZE_MAX,
-						       kpp_rec_buf_ctor);
+						       NULL);
 	if (!kpp_dev.rec_cache)
 		return -ENOMEM;
 

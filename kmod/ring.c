@@ -44,18 +44,40 @@
  * would stop the consumer, and once the ring filled, every other producer
  * would lose its records, for as long as the scheduler kept it off the CPU.
  * With preemption off the window is bounded by the copy of one record (at
- * most KPP_RECORD_SIZE_MAX bytes) and one clock read.  @lock is a raw
- * spinlock so that this holds on PREEMPT_RT as well, where a spinlock_t is
- * a sleeping lock and spin_lock_irqsave() disables neither interrupts nor
- * preemption; nothing under @lock or in the window may sleep (no
- * spinlock_t, no allocation, no user copy), which is why the wake-up, whose
- * waitqueue lock is a spinlock_t, comes after preempt_enable().
+ * most KPP_RECORD_SIZE_MAX bytes) and one clock read.
  *
- * Fairness: each uid may hold at most @share_max bytes of the ring (module
- * parameter producer_share, a percentage).  A uid, not a process, because
- * a process can fork as many others as it likes: per-process shares would
- * not stop one local user from filling the ring, per-uid ones do, and a
- * user's flood then costs only that user's records.  The kernel learns
+ * @lock: every caller is a task (write(2) and ioctl(2) of producers, the
+ * cycle work on a workqueue, attach and GET_STATS): nothing takes it in
+ * interrupt context, so it is taken without disabling interrupts, and a
+ * producer waiting for it spins with interrupts on.  It is a raw spinlock
+ * because it sits inside the preemption-off window: on PREEMPT_RT a
+ * spinlock_t is a sleeping lock, and a producer that slept or was
+ * preempted while holding a reservation would stall the consumer as above.
+ * So nothing under @lock or in the window may sleep (no spinlock_t, no
+ * allocation, no user copy): the record is validated and copied from user
+ * space before, and the wake-up, whose waitqueue lock is a spinlock_t,
+ * comes after preempt_enable().  What one hold does is bounded and small:
+ * at most KPP_RECLAIM_BATCH entries released (each a lookup in the
+ * KPP_SHARE_SLOTS slots), one lookup for the writer, and the header; a
+ * writer that needs more reclaimed drops the lock, with preemption back
+ * on, between batches (kpp_ring_output()).
+ *
+ * Fairness: the ring's bytes are charged to buckets: one per uid for the
+ * first KPP_SHARE_SLOTS uids with records in the ring, and one overflow
+ * bucket that the uids beyond them share.  A bucket that holds h bytes may
+ * take t more only if
+ *
+ *	h + t <= min(share_max, free / (others + 1))
+ *
+ * where free is the ring's free space and others the number of other
+ * buckets holding bytes (only share_max when there are none): one uid alone
+ * may hold @share_max (module parameter producer_share, a percentage), and
+ * however many uids flood beside it, each leaves a newcomer as much room as
+ * it takes itself.  A uid, not a
+ * process, because a process can fork as many others as it likes: per-
+ * process shares would not stop one local user from filling the ring,
+ * per-uid ones do, and a user's flood then costs only that user's records
+ * (the overflow bucket's uids: each other's).  The kernel learns
  * that entries were read only when cons_pos moves, so it keeps its own
  * consumer position, @reclaim: a producer first walks the entries between
  * @reclaim and cons_pos (a few per write, more when its record would not
@@ -63,15 +85,16 @@
  * and free space is counted from @reclaim, so an entry cannot be
  * overwritten before it is released.  The walk reads only what the kernel
  * wrote (the data pages are read-only to user space) and stops at a BUSY
- * entry or at a cons_pos that is not on an entry boundary.  @shares has
- * KPP_SHARE_SLOTS slots; a uid that finds them all taken writes
- * unaccounted (its release finds no slot and is ignored, or, if the uid
- * has a slot by then, lowers it: never below zero, and never by more than
- * what the uid wrote unaccounted), which a flood can only exploit with
- * that many distinct uids.  The kernel's cycle
- * records belong to no uid.  A record that cannot fit is dropped before
- * the lock is taken when the ring is full as the consumer sees it, or when
- * its uid is over its share with nothing left to reclaim; only the checks
+ * entry or at a cons_pos that is not on an entry boundary.  The entry does
+ * not say which bucket it was charged to, so a release goes to the uid's
+ * slot if it has one and what the slot does not hold to the overflow
+ * bucket (never below zero): every byte charged is released exactly once
+ * in all, and a uid that moved from the overflow bucket to a slot while it
+ * had records in the ring can at worst be undercharged by what it holds
+ * in the overflow bucket, itself capped.  The kernel's cycle records
+ * belong to no bucket.  A record that cannot fit is dropped before the
+ * lock is taken when the ring is full as the consumer sees it, or when its
+ * uid is over @share_max with nothing left to reclaim; only the checks
  * that can succeed pay for the lock.
  *
  * Wake-ups are batched: a producer wakes a sleeping consumer only when the
@@ -198,7 +221,7 @@ static u64 kpp_ring_unread(struct kpp_ring *rb)
 static void kpp_ring_wake(struct kpp_ring *rb)
 {
 	atomic64_inc(&rb->wakeups);
-	wake_up_all(&rb->waitq);
+	wake_up_poll(&rb->waitq, EPOLLIN | EPOLLRDNORM);
 }
 
 static u64 kpp_ring_entry_size(u32 len)
@@ -212,11 +235,41 @@ static bool kpp_ring_no_room(struct kpp_ring *rb, u64 prod, u64 from, u64 total)
 	return prod + total - from > rb->size;
 }
 
-/* Would @total more bytes take the uid of @sh (NULL: none yet) over its share? */
+/*
+ * Would @total more bytes take the uid of @sh (NULL: none yet) over
+ * @share_max?  The lock-free part of the share check: the dynamic cap
+ * (kpp_ring_over_cap()) needs @lock.
+ */
 static bool kpp_ring_share_full(struct kpp_ring *rb, struct kpp_share *sh,
 				u64 total)
 {
 	return sh && READ_ONCE(sh->bytes) + total > rb->share_max;
+}
+
+/* Buckets holding bytes: the uid slots in use and the overflow bucket. */
+static unsigned int kpp_ring_active(struct kpp_ring *rb)
+{
+	return rb->nr_shares + !!rb->overflow.bytes;
+}
+
+/*
+ * kpp_ring_over_cap - would @total more bytes take @sh (NULL: a uid that
+ * gets a fresh slot) over min(share_max, free / (others + 1))?  Under
+ * @lock, with free counted from @reclaim.  Alone (no other bucket holds
+ * bytes) only share_max applies: a lone busy uid keeps the room the admin
+ * gave it.
+ */
+static bool kpp_ring_over_cap(struct kpp_ring *rb, struct kpp_share *sh,
+			      u64 total)
+{
+	u64 held = sh ? sh->bytes : 0;
+	u64 free = rb->size - (rb->prod - rb->reclaim);
+	unsigned int others = kpp_ring_active(rb) - !!held;
+
+	lockdep_assert_held(&rb->lock);
+	if (held + total > rb->share_max)
+		return true;
+	return others && held + total > div_u64(free, others + 1);
 }
 
 /*
@@ -243,8 +296,23 @@ static struct kpp_share *kpp_ring_share(struct kpp_ring *rb, u32 uid)
 }
 
 /*
- * kpp_ring_share_add - charge @total bytes to @uid, whose slot @sh is
- * (NULL: it has none yet), after kpp_ring_fits() said it may
+ * kpp_ring_bucket - the bucket @uid's next bytes are charged to: its slot,
+ * NULL if it has none but a slot is free (kpp_ring_share_add() takes it),
+ * or the overflow bucket.  Under @lock.
+ */
+static struct kpp_share *kpp_ring_bucket(struct kpp_ring *rb, u32 uid)
+{
+	struct kpp_share *sh = kpp_ring_share(rb, uid);
+
+	lockdep_assert_held(&rb->lock);
+	if (sh || rb->nr_shares < KPP_SHARE_SLOTS)
+		return sh;
+	return &rb->overflow;
+}
+
+/*
+ * kpp_ring_share_add - charge @total bytes to @uid, whose bucket @sh is
+ * (kpp_ring_bucket()), after kpp_ring_fits() said it may
  */
 static void kpp_ring_share_add(struct kpp_ring *rb, struct kpp_share *sh,
 			       u32 uid, u64 total)
@@ -256,7 +324,7 @@ static void kpp_ring_share_add(struct kpp_ring *rb, struct kpp_share *sh,
 		WRITE_ONCE(sh->bytes, sh->bytes + total);
 		return;
 	}
-	/* a new uid: a free slot, or (all taken) unaccounted, see above */
+	/* a new uid, and kpp_ring_bucket() saw a free slot */
 	for (i = 0; i < KPP_SHARE_SLOTS; i++) {
 		sh = &rb->shares[(start + i) % KPP_SHARE_SLOTS];
 		if (!sh->bytes) {
@@ -266,21 +334,29 @@ static void kpp_ring_share_add(struct kpp_ring *rb, struct kpp_share *sh,
 			return;
 		}
 	}
+	WARN_ON_ONCE(1);
 }
 
+/*
+ * kpp_ring_share_release - @total bytes of @uid's were read: release them
+ * from its slot, and what the slot does not hold from the overflow bucket
+ * (see the top of this file)
+ */
 static void kpp_ring_share_release(struct kpp_ring *rb, u32 uid, u64 total)
 {
 	struct kpp_share *sh = kpp_ring_share(rb, uid);
+	u64 part;
 
 	lockdep_assert_held(&rb->lock);
-	if (!sh)
-		return;
-	if (sh->bytes <= total) {
-		WRITE_ONCE(sh->bytes, 0);
-		WRITE_ONCE(rb->nr_shares, rb->nr_shares - 1);
-	} else {
-		WRITE_ONCE(sh->bytes, sh->bytes - total);
+	if (sh) {
+		part = min(total, sh->bytes);
+		WRITE_ONCE(sh->bytes, sh->bytes - part);
+		if (!sh->bytes)
+			WRITE_ONCE(rb->nr_shares, rb->nr_shares - 1);
+		total -= part;
 	}
+	part = min(total, rb->overflow.bytes);
+	WRITE_ONCE(rb->overflow.bytes, rb->overflow.bytes - part);
 }
 
 /*
@@ -308,7 +384,14 @@ static bool kpp_ring_reclaim(struct kpp_ring *rb, unsigned int budget)
 			break;
 		}
 		hdr = (struct kpprof_ring_hdr *)(rb->data + (pos & rb->mask));
-		len = READ_ONCE(hdr->len);
+		/*
+		 * Acquire, as kpp_ring_readable(): the record's uid and kind
+		 * are read after it, and this entry may be one nobody read
+		 * (a cons_pos beyond prod_pos), so the consumer's acquire
+		 * orders nothing for us.  Pairs with xchg() in
+		 * kpp_ring_commit().
+		 */
+		len = smp_load_acquire(&hdr->len);
 		if (len & KPPROF_RING_BUSY)
 			break;
 		total = kpp_ring_entry_size(len & KPPROF_RING_LEN_MASK);
@@ -324,41 +407,38 @@ static bool kpp_ring_reclaim(struct kpp_ring *rb, unsigned int budget)
 	return more;
 }
 
-/* Entries released per write, and at most per write that needs room. */
+/*
+ * Entries released per hold of @lock: a writer that needs more retakes the
+ * lock for each batch (kpp_ring_reserve_retry()).
+ */
 #define KPP_RECLAIM_BATCH	8
-#define KPP_RECLAIM_MAX		512
 
 /*
- * kpp_ring_fits - is there room for @total bytes, within @uid's share
- * unless @uid is NULL (the kernel's own records)?  Releases read entries
- * first, more of them while the answer is no.  *@shp gets @uid's slot
- * (NULL if it has none).
+ * kpp_ring_fits - is there room for @total bytes, within the cap of @uid's
+ * bucket unless @uid is NULL (the kernel's own records)?  Releases up to
+ * KPP_RECLAIM_BATCH read entries first.
+ * @shp:  gets @uid's bucket (kpp_ring_bucket()).
+ * @drop: gets the KPPROF_DROP_* reason when the answer is no.
+ *
+ * Return: true if it fits; if not, *@more says whether read entries remain
+ * to release, which may change the answer.
  */
-static int kpp_ring_fits(struct kpp_ring *rb, u64 total, const u32 *uid,
-			 struct kpp_share **shp)
+static bool kpp_ring_fits(struct kpp_ring *rb, u64 total, const u32 *uid,
+			  struct kpp_share **shp, int *drop, bool *more)
 {
-	unsigned int walked = KPP_RECLAIM_BATCH;
-	bool more = kpp_ring_reclaim(rb, KPP_RECLAIM_BATCH);
-	struct kpp_share *sh;
-
-	while (true) {
-		if (kpp_ring_no_room(rb, rb->prod, rb->reclaim, total)) {
-			if (more && walked < KPP_RECLAIM_MAX)
-				goto walk;
-			return KPPROF_DROP_RING_FULL;
-		}
-		if (!uid)
-			return -1;
-		sh = kpp_ring_share(rb, *uid);
-		*shp = sh;
-		if (!kpp_ring_share_full(rb, sh, total))
-			return -1;
-		if (!more || walked >= KPP_RECLAIM_MAX)
-			return KPPROF_DROP_SHARE;
-walk:
-		more = kpp_ring_reclaim(rb, KPP_RECLAIM_BATCH);
-		walked += KPP_RECLAIM_BATCH;
+	*more = kpp_ring_reclaim(rb, KPP_RECLAIM_BATCH);
+	if (kpp_ring_no_room(rb, rb->prod, rb->reclaim, total)) {
+		*drop = KPPROF_DROP_RING_FULL;
+		return false;
 	}
+	if (!uid)
+		return true;
+	*shp = kpp_ring_bucket(rb, *uid);
+	if (kpp_ring_over_cap(rb, *shp, total)) {
+		*drop = KPPROF_DROP_SHARE;
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -390,36 +470,37 @@ static int kpp_ring_drop_early(struct kpp_ring *rb, u64 total, u32 uid)
 /*
  * kpp_ring_reserve - claim room for a record of @len bytes
  * @uid: the writer's uid, charged for the room; NULL for the kernel's own.
+ * @drop: gets the KPPROF_DROP_* reason if the record does not fit (not
+ *        counted yet: the caller may try again, see @more).
+ * @more: gets whether read entries remain to release, so that a retry
+ *        (after preempt_enable(), the lock dropped) may find room.
  *
  * Called with preemption off, which the caller keeps off until it has
  * committed the entry (see the top of this file).
  *
  * Return: the entry's header, with BUSY set and the record area after it
- * not yet written, or NULL if the record does not fit (the drop is
- * counted).  *@cycle gets the cycle the record belongs to.  When @advance
- * is set, the cycle is first advanced under the same lock, so that no
- * record of the old cycle can be reserved after this one.
+ * not yet written, or NULL if the record does not fit.  *@cycle gets the
+ * cycle the record belongs to.  When @advance is set, the cycle is first
+ * advanced under the same lock, so that no record of the old cycle can be
+ * reserved after this one.
  */
 static struct kpprof_ring_hdr *kpp_ring_reserve(struct kpp_ring *rb, u32 len,
 						const u32 *uid, u64 *cycle,
-						bool advance)
+						bool advance, int *drop,
+						bool *more)
 {
 	u64 total = kpp_ring_entry_size(len);
 	struct kpp_share *sh = NULL;
 	struct kpprof_ring_hdr *hdr;
-	unsigned long flags;
-	int drop;
 	u64 prod;
 
-	raw_spin_lock_irqsave(&rb->lock, flags);
+	raw_spin_lock(&rb->lock);
 	if (advance)
 		WRITE_ONCE(rb->cycle, rb->cycle + 1);
 	*cycle = rb->cycle;
 
-	drop = kpp_ring_fits(rb, total, uid, &sh);
-	if (drop >= 0) {
-		raw_spin_unlock_irqrestore(&rb->lock, flags);
-		atomic64_inc(&rb->dropped[drop]);
+	if (!kpp_ring_fits(rb, total, uid, &sh, drop, more)) {
+		raw_spin_unlock(&rb->lock);
 		return NULL;
 	}
 	if (uid)
@@ -427,7 +508,8 @@ static struct kpprof_ring_hdr *kpp_ring_reserve(struct kpp_ring *rb, u32 len,
 
 	prod = rb->prod;
 	hdr = (struct kpprof_ring_hdr *)(rb->data + (prod & rb->mask));
-	hdr->len = len | KPPROF_RING_BUSY;
+	/* kpp_ring_readable() may load it, with a scribbled cons_pos */
+	WRITE_ONCE(hdr->len, len | KPPROF_RING_BUSY);
 	hdr->pad = 0;
 	/* the zero padding the consumer skips: never leak old bytes */
 	if (total > sizeof(*hdr) + len)
@@ -438,8 +520,43 @@ static struct kpprof_ring_hdr *kpp_ring_reserve(struct kpp_ring *rb, u32 len,
 	WRITE_ONCE(rb->prod, prod + total);
 	/* pairs with the consumer's smp_load_acquire() of prod_pos */
 	smp_store_release(rb->prod_pos, prod + total);
-	raw_spin_unlock_irqrestore(&rb->lock, flags);
+	raw_spin_unlock(&rb->lock);
 	return hdr;
+}
+
+/*
+ * kpp_ring_reserve_retry - kpp_ring_reserve() until the record fits or no
+ * read entry is left to release, with the lock dropped and preemption on
+ * between tries: a record is never dropped for want of a release, and no
+ * one hold of the lock releases more than KPP_RECLAIM_BATCH entries.  The
+ * consumer's poll() and the cycle work release what was read
+ * (kpp_ring_reclaim_all()), so a writer seldom has more than a batch to
+ * do.  Returns with preemption off if it returns an entry; otherwise
+ * counts the drop.
+ */
+static struct kpprof_ring_hdr *kpp_ring_reserve_retry(struct kpp_ring *rb,
+						      u32 len, const u32 *uid,
+						      u64 *cycle, bool advance)
+{
+	struct kpprof_ring_hdr *hdr;
+	bool more;
+	int drop;
+
+	while (true) {
+		preempt_disable();
+		hdr = kpp_ring_reserve(rb, len, uid, cycle, advance, &drop,
+				       &more);
+		if (hdr)
+			return hdr;
+		preempt_enable();
+		if (!more)
+			break;
+		/* the cycle moved once; later tries only reserve */
+		advance = false;
+		cond_resched();
+	}
+	atomic64_inc(&rb->dropped[drop]);
+	return NULL;
 }
 
 /*
@@ -507,12 +624,10 @@ int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 		return -ENOBUFS;
 	}
 
-	preempt_disable();
-	hdr = kpp_ring_reserve(rb, len, &stamp->uid, &cycle, false);
-	if (!hdr) {
-		preempt_enable();
+	/* returns with preemption off, the entry reserved */
+	hdr = kpp_ring_reserve_retry(rb, len, &stamp->uid, &cycle, false);
+	if (!hdr)
 		return -ENOBUFS;
-	}
 	out = (struct kpprof_record *)(hdr + 1);
 	memcpy(out, rec, len);
 	out->tgid = stamp->tgid;
@@ -551,24 +666,24 @@ u64 kpp_ring_advance_cycle(struct kpp_ring *rb, u32 reason, bool emit)
 {
 	struct kpprof_ring_hdr *hdr;
 	struct kpprof_rec_cycle *rec;
-	unsigned long flags;
 	u64 cycle;
 
 	if (!emit) {
-		raw_spin_lock_irqsave(&rb->lock, flags);
+		raw_spin_lock(&rb->lock);
 		cycle = rb->cycle + 1;
 		WRITE_ONCE(rb->cycle, cycle);
-		raw_spin_unlock_irqrestore(&rb->lock, flags);
+		raw_spin_unlock(&rb->lock);
 		return cycle;
 	}
 
-	/* the cycle advances even when the ring has no room for the record */
-	preempt_disable();
-	hdr = kpp_ring_reserve(rb, sizeof(*rec), NULL, &cycle, true);
-	if (!hdr) {
-		preempt_enable();
-		return cycle;
-	}
+	/*
+	 * The cycle advances (under the lock, in the first try) even when the
+	 * ring has no room for the record; a retry stamps the record with the
+	 * cycle then current, still >= the one it ends.
+	 */
+	hdr = kpp_ring_reserve_retry(rb, sizeof(*rec), NULL, &cycle, true);
+	if (!hdr)
+		return READ_ONCE(rb->cycle);
 	rec = (struct kpprof_rec_cycle *)(hdr + 1);
 	memset(rec, 0, sizeof(*rec));
 	rec->hdr.kind = KPPROF_REC_CYCLE;
@@ -648,16 +763,36 @@ bool kpp_ring_poll(struct kpp_ring *rb)
  */
 void kpp_ring_attach(struct kpp_ring *rb)
 {
-	unsigned long flags;
 	bool more;
 
 	do {
-		raw_spin_lock_irqsave(&rb->lock, flags);
-		more = kpp_ring_reclaim(rb, KPP_RECLAIM_MAX);
+		raw_spin_lock(&rb->lock);
+		more = kpp_ring_reclaim(rb, KPP_RECLAIM_BATCH);
 		if (!more)
 			/* pairs with the consumer's smp_load_acquire() */
 			smp_store_release(rb->cons_pos, rb->reclaim);
-		raw_spin_unlock_irqrestore(&rb->lock, flags);
+		raw_spin_unlock(&rb->lock);
+		cond_resched();
+	} while (more);
+}
+
+/**
+ * kpp_ring_reclaim_all - release every entry the consumer has read
+ * @rb: the ring.
+ *
+ * In the consumer's context (its poll(), the cycle work), in batches with
+ * the lock dropped: so the free space and the buckets the share rule sees
+ * are those of the unread records, and writers do not pay for the
+ * releases.
+ */
+void kpp_ring_reclaim_all(struct kpp_ring *rb)
+{
+	bool more;
+
+	do {
+		raw_spin_lock(&rb->lock);
+		more = kpp_ring_reclaim(rb, KPP_RECLAIM_BATCH);
+		raw_spin_unlock(&rb->lock);
 		cond_resched();
 	} while (more);
 }
@@ -673,11 +808,13 @@ void kpp_ring_wake_if_pending(struct kpp_ring *rb)
  * The flags of both consumer mappings, as perf's: a fork()ed child gets
  * neither (it would keep the consumer's view and pin the consumer), mremap()
  * cannot grow them, a core dump leaves them out, and they can never be made
- * executable.
+ * executable.  VM_IO: madvise(MADV_DOFORK) cannot undo VM_DONTCOPY, and
+ * get_user_pages() cannot pin the pages past the detach that revokes them
+ * (kpp_consumer_detach()).
  */
 static void kpp_ring_vm_flags(struct vm_area_struct *vma)
 {
-	kpp_vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+	kpp_vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP | VM_IO);
 	kpp_vm_flags_clear(vma, VM_MAYEXEC);
 }
 
@@ -718,15 +855,14 @@ int kpp_ring_mmap_producer(struct kpp_ring *rb, struct vm_area_struct *vma)
 /* kpp_ring_stats - the ring's part of KPPROF_IOC_GET_STATS */
 void kpp_ring_stats(struct kpp_ring *rb, struct kpprof_stats *st)
 {
-	unsigned long flags;
 	int i;
 
-	raw_spin_lock_irqsave(&rb->lock, flags);
+	raw_spin_lock(&rb->lock);
 	st->accepted = rb->accepted;
 	st->accepted_bytes = rb->accepted_bytes;
 	st->cycle = rb->cycle;
 	st->prod_pos = rb->prod;
-	raw_spin_unlock_irqrestore(&rb->lock, flags);
+	raw_spin_unlock(&rb->lock);
 
 	st->cons_pos = READ_ONCE(*rb->cons_pos);
 	for (i = 0; i < KPPROF_DROP_REASONS; i++)

@@ -177,4 +177,159 @@ TEST_F_TIMEOUT(ring, share_comes_back_when_read, 120)
 	}
 }
 
+/*
+ * Many uids: each of @n flooders (uids @first_uid ..) writes 8-frame records,
+ * one after the other, until it has been dropped 5 times; the consumer reads
+ * nothing (the worst case).  ok[i] gets flooder i's accepted records.
+ */
+struct many_shared {
+	__u64 ok[80];
+	__u64 dropped[80];
+	__u64 other[80];
+};
+
+static void flood_in_turn(struct __test_metadata *_metadata, int pfd,
+			  struct many_shared *sh, unsigned int n, uid_t first_uid)
+{
+	unsigned int i;
+	int status;
+
+	for (i = 0; i < n; i++) {
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (pid == 0) {
+			unsigned char *buf = calloc(1, KPP_REC_BUF_MAX);
+			__u64 seq = 0;
+
+			if (!buf || become(first_uid + i))
+				_exit(100);
+			while (sh->dropped[i] < 5 && sh->ok[i] < (1 << 20)) {
+				int err = dev__write(pfd, buf, rec_build__alloc(buf, 8, seq++));
+
+				if (!err)
+					sh->ok[i]++;
+				else if (err == -ENOBUFS)
+					sh->dropped[i]++;
+				else
+					sh->other[i]++;
+			}
+			_exit(0);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		EXPECT_EQ(0, sh->other[i]) TH_LOG("flooder %u", i);
+	}
+}
+
+/* normal_writes - @n FREE records as @uid; how many went in */
+static int normal_writes(int pfd, uid_t uid, unsigned int n)
+{
+	int status, ok = 0;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		unsigned char *buf = calloc(1, KPP_REC_BUF_MAX);
+		unsigned int i;
+
+		if (!buf || become(uid))
+			_exit(255);
+		for (i = 0; i < n; i++)
+			ok += !dev__write(pfd, buf, rec_build__free(buf, 0x1000 * (i + 1), 8));
+		_exit(ok);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* read_all - drain the ring, counting each uid's records in @per_uid[uid - base] */
+static __u64 read_all(struct ring_reader *rr, __u64 *per_uid, uid_t base, unsigned int n)
+{
+	const struct kpprof_record *rec;
+	__u64 total = 0;
+	__u32 len;
+
+	while (ring_reader__peek(rr, &rec, &len) == 1) {
+		if (rec->uid >= base && rec->uid < base + n)
+			per_uid[rec->uid - base]++;
+		total++;
+		ring_reader__consume(rr);
+	}
+	return total;
+}
+
+/*
+ * Two uids flooding (each up to the 50 % share on its own) leave room for a
+ * third: the dynamic cap (min(share, free / (other active uids + 1))) keeps
+ * the second flooder to a third of what the first left free.
+ */
+TEST_F_TIMEOUT(ring, two_flooders_leave_room, 180)
+{
+	struct many_shared *sh;
+	struct kpprof_stats st0, st1;
+	__u64 got[2] = { 0, 0 };
+	int normal;
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, sh);
+	memset(sh, 0, sizeof(*sh));
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
+	flood_in_turn(_metadata, self->e.pfd, sh, 2, 2001);
+	normal = normal_writes(self->e.pfd, NORMAL_UID, 100);
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
+	TH_LOG("flooders: %llu and %llu accepted; normal uid: %d of 100",
+	       (unsigned long long)sh->ok[0], (unsigned long long)sh->ok[1], normal);
+	EXPECT_EQ(100, normal);
+	/* every flooder drop is a share drop: the ring itself never filled */
+	EXPECT_EQ(sh->dropped[0] + sh->dropped[1],
+		  st1.dropped[KPPROF_DROP_SHARE] - st0.dropped[KPPROF_DROP_SHARE]);
+	EXPECT_EQ(0, st1.dropped[KPPROF_DROP_RING_FULL] - st0.dropped[KPPROF_DROP_RING_FULL]);
+	EXPECT_EQ(sh->ok[0] + sh->ok[1] + 100, read_all(&self->e.rr, got, 2001, 2));
+	EXPECT_EQ(sh->ok[0], got[0]);
+	EXPECT_EQ(sh->ok[1], got[1]);
+	munmap(sh, sizeof(*sh));
+}
+
+/*
+ * 65 flooding uids, more than the kernel tracks one by one (64 buckets): a
+ * normal uid that already has records in the ring still gets its next ones
+ * in, and the uids beyond the tracked ones are accounted together (one
+ * overflow bucket, one share), never unaccounted.
+ */
+TEST_F_TIMEOUT(ring, sixty_five_flooders, 600)
+{
+	struct many_shared *sh;
+	__u64 got[65], overflow, total = 0;
+	unsigned int i;
+	int normal;
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, sh);
+	memset(sh, 0, sizeof(*sh));
+	memset(got, 0, sizeof(got));
+	/* a running service: it has a record unread when the flood starts */
+	ASSERT_EQ(1, normal_writes(self->e.pfd, NORMAL_UID, 1));
+	flood_in_turn(_metadata, self->e.pfd, sh, 65, 3000);
+	normal = normal_writes(self->e.pfd, NORMAL_UID, 10);
+	for (i = 0; i < 65; i++)
+		total += sh->ok[i];
+	/* with the normal uid's bucket, 63 flooders are tracked, 2 share one */
+	overflow = sh->ok[63] + sh->ok[64];
+	TH_LOG("flooders: first %llu, 63rd %llu, 64th+65th %llu, all %llu records; normal uid: %d of 10",
+	       (unsigned long long)sh->ok[0], (unsigned long long)sh->ok[62],
+	       (unsigned long long)overflow, (unsigned long long)total, normal);
+	EXPECT_EQ(10, normal);
+	/* the untracked uids hold no more than a tracked one could */
+	EXPECT_GE(sh->ok[0], overflow);
+	EXPECT_GE(self->e.info.producer_share,
+		  overflow * (sizeof(struct kpprof_ring_hdr) + rec_build__alloc(self->e.buf, 8, 0)));
+	EXPECT_EQ(total + 11, read_all(&self->e.rr, got, 3000, 65));
+	for (i = 0; i < 65; i++)
+		EXPECT_EQ(sh->ok[i], got[i]) TH_LOG("flooder %u", i);
+	munmap(sh, sizeof(*sh));
+}
+
 TEST_HARNESS_MAIN

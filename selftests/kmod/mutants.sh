@@ -42,15 +42,18 @@ note_pad_unchecked|kmod/record.c|note_test|r->hdr.nr_pcs \|\| r->pad)|r->hdr.nr_
 note_what_unchecked|kmod/record.c|note_test|\tif (r->what != KPPROF_NOTE_SECCOMP && r->what != KPPROF_NOTE_NO_HEAP)\n\t\treturn -EINVAL;\n|
 cycle_stamped_before_advance|kmod/ring.c|cycle_test|\tif (advance)\n\t\tWRITE_ONCE(rb->cycle, rb->cycle + 1);\n\t*cycle = rb->cycle;|\t*cycle = rb->cycle;\n\tif (advance)\n\t\tWRITE_ONCE(rb->cycle, rb->cycle + 1);
 path_nul_unchecked|kmod/record.c|garbage_test|if (r->path[r->path_len - 1] != '"'"'\0'"'"' \|\||if (0 \|\|
-share_unchecked|kmod/ring.c|fairness_test|return sh && READ_ONCE(sh->bytes) + total > rb->share_max;|return false;
-poll_wait_after_check|kmod/dev.c|wakeup_test|\tpoll_wait(file, &rb->waitq, pts);\n\t/* with the barrier that orders poll_wait() before the ring'"'"'s loads */\n\tif (kpp_ring_poll(rb))\n\t\treturn EPOLLIN \| EPOLLRDNORM \| EPOLLOUT \| EPOLLWRNORM;\n|\tif (kpp_ring_poll(rb))\n\t\treturn EPOLLIN \| EPOLLRDNORM \| EPOLLOUT \| EPOLLWRNORM;\n\tfor (int i = 0; i < 20000; i++)\n\t\tcpu_relax();\n\tpoll_wait(file, &rb->waitq, pts);\n
+share_unchecked|kmod/ring.c|fairness_test|\tif (held + total > rb->share_max)\n\t\treturn true;\n\treturn others && held + total > div_u64(free, others + 1);|\treturn false;
+poll_wait_after_check|kmod/dev.c|wakeup_test|\tpoll_wait(file, &rb->waitq, pts);\n\tif (!kpp_is_consumer(file))\n\t\treturn EPOLLOUT \| EPOLLWRNORM;\n\t/* the consumer'"'"'s context: release what it has read */\n\tkpp_ring_reclaim_all(rb);\n\t/* with the barrier that orders poll_wait() before the ring'"'"'s loads */\n\tif (kpp_ring_poll(rb))\n\t\treturn EPOLLIN \| EPOLLRDNORM \| EPOLLOUT \| EPOLLWRNORM;\n|\tif (!kpp_is_consumer(file))\n\t\treturn EPOLLOUT \| EPOLLWRNORM;\n\tkpp_ring_reclaim_all(rb);\n\tif (kpp_ring_poll(rb))\n\t\treturn EPOLLIN \| EPOLLRDNORM \| EPOLLOUT \| EPOLLWRNORM;\n\tfor (int i = 0; i < 20000; i++)\n\t\tcpu_relax();\n\tpoll_wait(file, &rb->waitq, pts);\n
+poll_wait_consumer_only|kmod/dev.c|hardening_test|\tpoll_wait(file, &rb->waitq, pts);\n\tif (!kpp_is_consumer(file))\n\t\treturn EPOLLOUT \| EPOLLWRNORM;\n|\tif (!kpp_is_consumer(file))\n\t\treturn EPOLLOUT \| EPOLLWRNORM;\n\tpoll_wait(file, &rb->waitq, pts);\n
+detach_keeps_mappings|kmod/dev.c|hardening_test|\t\tunmap_mapping_range(file->f_mapping,|\t\tif (0) unmap_mapping_range(file->f_mapping,
+submit_ignores_fmode|kmod/dev.c|hardening_test|\tif (!(file->f_mode & FMODE_WRITE)) {|\tif (0) {
 preemptible_window|kmod/ring.c|preempt_test|\tout->cycle = cycle;\n\tkpp_ring_commit(hdr);|\tout->cycle = cycle;\n\tpreempt_enable();\n\tpreempt_disable();\n\tkpp_ring_commit(hdr);
 ring_copied_on_fork|kmod/ring.c|consumer_test|VM_DONTCOPY \| VM_DONTEXPAND \| VM_DONTDUMP|VM_DONTEXPAND \| VM_DONTDUMP
 ring_mprotect_exec|kmod/ring.c|consumer_test|\tkpp_vm_flags_clear(vma, VM_MAYEXEC);\n}|}
 cons_not_reset|kmod/ring.c|consumer_test|\t\t\tsmp_store_release(rb->cons_pos, rb->reclaim);|\t\t\tbarrier();
 cycle_published_plainly|kmod/config.c|consumer_test|\twhile (old < cycle && !try_cmpxchg(&cs->page->cycle, &old, cycle))\n\t\t;|\tWRITE_ONCE(cs->page->cycle, cycle + 0 * old);
-timer_not_stopped|kmod/config.c|consumer_test|\tcs->timer_on = false;\n\tcancel_delayed_work_sync(&cs->cycle_work);|\tcs->timer_on = false;
-permission_at_write|kmod/dev.c|lifecycle_test|\tif (file->private_data != KPP_FILE_PRODUCER) {|\tif (READ_ONCE(kpp_dev.producer_gid) >= 0 && !in_group_p(make_kgid(&init_user_ns, kpp_dev.producer_gid)) && !perfmon_capable()) {
+timer_not_stopped|kmod/config.c|consumer_test|\tWRITE_ONCE(cs->timer_on, false);\n\tcancel_delayed_work_sync(&cs->cycle_work);|\tWRITE_ONCE(cs->timer_on, false);
+permission_at_write|kmod/dev.c|lifecycle_test|\tif (!((struct kpp_file *)file->private_data)->producer) {|\tif (READ_ONCE(kpp_dev.producer_gid) >= 0 && !in_group_p(make_kgid(&init_user_ns, kpp_dev.producer_gid)) && !perfmon_capable()) {
 task_size_max|kmod/record.c|compat_test.sh|pcs[i] >= TASK_SIZE)|pcs[i] >= TASK_SIZE_MAX)
 seq_bumped_once|kmod/config.c|config_test|\tWRITE_ONCE(page->seq, page->seq + 1);\n\t/* pairs with the reader'"'"'s load|\t/* pairs with the reader'"'"'s load
 '

@@ -2,7 +2,8 @@
 /*
  * ring_full_test: the ring fills while nobody drains it.  Producers never
  * block: every write returns at once, with ENOBUFS once the ring is full
- * or the writer's uid holds its share of it, and each drop is counted in
+ * or the writer's uid holds its share of it (min(producer_share, free /
+ * (other uids holding records + 1))), and each drop is counted in
  * dropped[KPPROF_DROP_RING_FULL] or dropped[KPPROF_DROP_SHARE].  After
  * draining, the records read are exactly the records accepted, and
  * writes succeed again.  Also: an entry that wraps the end of the ring
@@ -71,30 +72,33 @@ static int fill_share(int pfd, uid_t uid, __u64 limit, struct fill_result *out)
 }
 
 /*
- * Fill the ring: one uid can take only its share (producer_share, in
- * info.producer_share bytes), so one child per uid, each writing until its
- * share drops it, until the shares cover the ring; then small records of a
- * last uid fill what is left and drop as RING_FULL.
+ * Fill the ring.  A uid alone takes exactly its share (producer_share, in
+ * info.producer_share bytes); a second uid beside it at most half of what
+ * is then free (min(share, free / (others + 1))); so no set of uids fills
+ * the ring, and the kernel's own cycle records, which belong to no uid,
+ * fill what is left, until one is dropped as RING_FULL.  Then a small
+ * record of a third uid drops as RING_FULL too.
  */
-TEST_F_TIMEOUT(ring, fill_drop_drain, 120)
+TEST_F_TIMEOUT(ring, fill_drop_drain, 300)
 {
 	const __u64 share = self->e.info.producer_share;
-	const unsigned int nr_uids = (self->e.info.ring_size + share - 1) / share;
+	const __u64 size = self->e.info.ring_size;
+	const __u64 cycle_entry = sizeof(struct kpprof_ring_hdr) + sizeof(struct kpprof_rec_cycle);
 	struct kpprof_stats st0, st1;
-	__u64 accepted = 0, dropped = 0, slowest = 0, small_ok = 0, used = 0;
-	__u64 per_share = share / BIG_ENTRY, i;
+	__u64 accepted = 0, dropped = 0, slowest = 0, cycles = 0, i;
+	__u64 per_share = share / BIG_ENTRY;
 	struct fill_result *res;
 	unsigned int k;
 	long read;
 
 	ASSERT_LT(0, share);
-	ASSERT_GE(self->e.info.ring_size, share);
-	res = mmap(NULL, nr_uids * sizeof(*res), PROT_READ | PROT_WRITE,
+	ASSERT_GE(size, share);
+	res = mmap(NULL, 2 * sizeof(*res), PROT_READ | PROT_WRITE,
 		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, res);
-	memset(res, 0, nr_uids * sizeof(*res));
+	memset(res, 0, 2 * sizeof(*res));
 	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
-	for (k = 0; k < nr_uids; k++) {
+	for (k = 0; k < 2; k++) {
 		int status;
 		pid_t pid = fork();
 
@@ -106,47 +110,45 @@ TEST_F_TIMEOUT(ring, fill_drop_drain, 120)
 		EXPECT_EQ(0, res[k].other_err);
 		/* once dropped, nothing fits until the consumer moves */
 		EXPECT_EQ(0, res[k].accepted_after_drop) TH_LOG("uid %u", 3000 + k);
-		/* a whole share, unless the ring ran out first */
-		if (self->e.info.ring_size - used >= per_share * BIG_ENTRY)
-			EXPECT_EQ(per_share, res[k].accepted) TH_LOG("uid %u", 3000 + k);
-		used += res[k].accepted * BIG_ENTRY;
+		EXPECT_LT(0, res[k].dropped) TH_LOG("uid %u", 3000 + k);
 		accepted += res[k].accepted;
 		dropped += res[k].dropped;
 		if (res[k].slowest_ns > slowest)
 			slowest = res[k].slowest_ns;
 	}
-	TH_LOG("ring %llu bytes, share %llu: %llu accepted, %llu dropped by %u uids, slowest write %llu us",
-	       (unsigned long long)self->e.info.ring_size, (unsigned long long)share,
-	       (unsigned long long)accepted, (unsigned long long)dropped, nr_uids,
-	       (unsigned long long)slowest / 1000);
+	/* alone: a whole share; beside it: at most half of what was free */
+	EXPECT_EQ(per_share, res[0].accepted);
+	EXPECT_LT(0, res[1].accepted);
+	EXPECT_GE((size - res[0].accepted * BIG_ENTRY) / 2, res[1].accepted * BIG_ENTRY);
+	TH_LOG("ring %llu bytes, share %llu: uids took %llu and %llu records, %llu dropped, slowest write %llu us",
+	       (unsigned long long)size, (unsigned long long)share,
+	       (unsigned long long)res[0].accepted, (unsigned long long)res[1].accepted,
+	       (unsigned long long)dropped, (unsigned long long)slowest / 1000);
 	EXPECT_GT(WRITE_BOUND_NS, slowest);
 	EXPECT_EQ(accepted * BIG_ENTRY,
 		  ring_reader__prod(&self->e.rr) - ring_reader__cons(&self->e.rr));
-	munmap(res, nr_uids * sizeof(*res));
-	(void)i;
+	munmap(res, 2 * sizeof(*res));
 
-	/* small records still fill what is left, then drop too */
-	for (i = 0; i < 1000; i++) {
-		size_t len = rec_build__free(self->e.buf, 0x1000 + i * 16, 16);
-		int err = dev__write(self->e.pfd, self->e.buf, len);
+	/* cycle records, charged to nobody, fill the rest */
+	for (i = 0; i < size / cycle_entry + 16; i++) {
+		__u64 cycle, before = ring_reader__prod(&self->e.rr);
 
-		if (err == -ENOBUFS) {
-			dropped++;
+		ASSERT_EQ(0, dev__advance(self->e.cfd, &cycle));
+		if (ring_reader__prod(&self->e.rr) == before)
 			break;
-		}
-		ASSERT_EQ(0, err);
-		small_ok++;
+		cycles++;
 	}
-	EXPECT_GT(64, self->e.info.ring_size -
-		  (ring_reader__prod(&self->e.rr) - ring_reader__cons(&self->e.rr)));
-	accepted += small_ok;
+	EXPECT_GT(cycle_entry, size - (ring_reader__prod(&self->e.rr) -
+				       ring_reader__cons(&self->e.rr)));
+	accepted += cycles;
+	/* and a small record of another uid finds the ring itself full */
+	EXPECT_EQ(-ENOBUFS, dev__write(self->e.pfd, self->e.buf,
+				       rec_build__free(self->e.buf, 0x1000, 16)));
 
 	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
-	/* the last small record found the ring itself full */
-	EXPECT_LT(0, st1.dropped[KPPROF_DROP_RING_FULL] - st0.dropped[KPPROF_DROP_RING_FULL]);
-	EXPECT_EQ(dropped, st1.dropped[KPPROF_DROP_RING_FULL] -
-		  st0.dropped[KPPROF_DROP_RING_FULL] +
-		  st1.dropped[KPPROF_DROP_SHARE] - st0.dropped[KPPROF_DROP_SHARE]);
+	/* the cycle record that did not fit, and the small record */
+	EXPECT_EQ(2, st1.dropped[KPPROF_DROP_RING_FULL] - st0.dropped[KPPROF_DROP_RING_FULL]);
+	EXPECT_EQ(dropped, st1.dropped[KPPROF_DROP_SHARE] - st0.dropped[KPPROF_DROP_SHARE]);
 	EXPECT_EQ(accepted, st1.accepted - st0.accepted);
 	EXPECT_EQ(0, st1.rejected - st0.rejected);
 	EXPECT_EQ(st1.prod_pos, ring_reader__prod(&self->e.rr));
