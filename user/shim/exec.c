@@ -13,8 +13,7 @@
  * The variadic execl* are rebuilt as argv arrays (on the stack, as glibc
  * does) and passed to the real execv/execvp/execve: glibc's execl* call
  * execve internally, so wrapping execve alone would miss them.  A vfork
- * child that execs sends a COMM EXEC under its own pid, which names no
- * image and is ignored.
+ * child that execs sends nothing (before_exec).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -32,15 +31,33 @@ static void *next(const char *name)
 	if (unlikely(!real)) \
 		*(void **)&real = next(name)
 
-/* before_exec - true if an EXEC record was sent (the image ended). */
+/*
+ * before_exec - true if an EXEC record was sent (the image ended).  A
+ * _Fork/clone child says FORK first (kpp_process_check).  A vfork child
+ * (or clone(CLONE_VM)) sends nothing and writes nothing: its pid names no
+ * image, and the memory it runs in, counters and all, is its parent's
+ * (one getpid per exec tells).
+ */
 static bool before_exec(void)
 {
-	uint64_t sent = atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed);
+	struct kpp_thread *t = &kpp_thread;
+	uint32_t guard = t->guard;
+	uint64_t sent;
+	bool ended = false;
 
-	if (atomic_load(&kpp.ready) != 1 || atomic_load(&kpp.stopped) || !sent)
+	if (atomic_load(&kpp.ready) != 1 || atomic_load(&kpp.stopped) || guard)
 		return false;
-	kpp_emit_comm(KPPROF_COMM_EXEC);
-	return atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed) != sent;
+	t->guard = 1;
+	kpp_process_check();
+	if (!kpp_foreign_process()) {
+		sent = atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed);
+		if (sent) {
+			kpp_emit_comm(KPPROF_COMM_EXEC);
+			ended = atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed) != sent;
+		}
+	}
+	t->guard = guard;
+	return ended;
 }
 
 /* after_failed_exec - still this process: start a fresh image. */
@@ -54,7 +71,7 @@ static void after_failed_exec(bool ended)
 		return;
 	t->guard = 1;
 	kpp_emit_comm(KPPROF_COMM_START);
-	kpp_maps_forget();	/* sent again before the next stack record */
+	kpp_maps_reset();	/* sent again with the next stacks */
 	t->guard = guard;
 	errno = saved;
 }
