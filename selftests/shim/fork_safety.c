@@ -39,14 +39,16 @@
 #include <unistd.h>
 
 atomic_int fs_in_ctor;		/* set by fork_safety_ctor.c */
-static void *volatile sink;
 static atomic_ulong nx, ny;
 static const char *plugin;
 
 static void churn(size_t n)
 {
-	sink = malloc(n);
-	free(sink);
+	void *p = malloc(n);
+
+	/* The pointer escapes, so the pair is not optimized away. */
+	__asm__ volatile("" : : "r"(p) : "memory");
+	free(p);
 }
 
 static int walk_cb(struct dl_phdr_info *i, size_t s, void *d)

@@ -26,10 +26,28 @@ static void *next(const char *name)
 	return dlsym(RTLD_NEXT, name);
 }
 
+/*
+ * The real functions, looked up at start (kpp_exec_resolve), not at the
+ * first call: a child of _Fork() or clone() in a threaded parent may
+ * inherit the loader's lock held by another thread, and its exec would
+ * hang in dlsym.
+ */
+enum { R_EXECVE, R_EXECV, R_EXECVP, R_EXECVPE, R_FEXECVE, R_EXECVEAT, R_N };
+static const char *const real_names[R_N] = {
+	"execve", "execv", "execvp", "execvpe", "fexecve", "execveat",
+};
+static void *_Atomic real_fn[R_N];
+
+void kpp_exec_resolve(void)
+{
+	for (int i = 0; i < R_N; i++)
+		atomic_store(&real_fn[i], next(real_names[i]));
+}
+
 #define REAL(type, name) \
-	static __typeof__(type) real; \
+	__typeof__(type) real = (__typeof__(type))atomic_load(&real_fn[R_##name]); \
 	if (unlikely(!real)) \
-		*(void **)&real = next(name)
+		*(void **)&real = next(real_names[R_##name])
 
 /*
  * before_exec - true if an EXEC record was sent (the image ended).  A
@@ -78,7 +96,7 @@ static void after_failed_exec(bool ended)
 
 KPP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	REAL(int (*)(const char *, char *const[], char *const[]), "execve");
+	REAL(int (*)(const char *, char *const[], char *const[]), EXECVE);
 	bool ended = before_exec();
 	int r = real(path, argv, envp);
 
@@ -88,7 +106,7 @@ KPP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 
 KPP_EXPORT int execv(const char *path, char *const argv[])
 {
-	REAL(int (*)(const char *, char *const[]), "execv");
+	REAL(int (*)(const char *, char *const[]), EXECV);
 	bool ended = before_exec();
 	int r = real(path, argv);
 
@@ -98,7 +116,7 @@ KPP_EXPORT int execv(const char *path, char *const argv[])
 
 KPP_EXPORT int execvp(const char *file, char *const argv[])
 {
-	REAL(int (*)(const char *, char *const[]), "execvp");
+	REAL(int (*)(const char *, char *const[]), EXECVP);
 	bool ended = before_exec();
 	int r = real(file, argv);
 
@@ -108,7 +126,7 @@ KPP_EXPORT int execvp(const char *file, char *const argv[])
 
 KPP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	REAL(int (*)(const char *, char *const[], char *const[]), "execvpe");
+	REAL(int (*)(const char *, char *const[], char *const[]), EXECVPE);
 	bool ended = before_exec();
 	int r = real(file, argv, envp);
 
@@ -118,7 +136,7 @@ KPP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 
 KPP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	REAL(int (*)(int, char *const[], char *const[]), "fexecve");
+	REAL(int (*)(int, char *const[], char *const[]), FEXECVE);
 	bool ended = before_exec();
 	int r = real(fd, argv, envp);
 
@@ -129,7 +147,7 @@ KPP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 KPP_EXPORT int execveat(int dirfd, const char *path, char *const argv[],
 			char *const envp[], int flags)
 {
-	REAL(int (*)(int, const char *, char *const[], char *const[], int), "execveat");
+	REAL(int (*)(int, const char *, char *const[], char *const[], int), EXECVEAT);
 	bool ended;
 	int r;
 

@@ -326,6 +326,7 @@ static void kpp_init(void)
 	int saved = errno;
 
 	kpp_resolve();
+	kpp_exec_resolve();
 	s = getenv("KPPROF_DEBUG");
 	kpp.debug = s && *s == '1';
 	s = getenv("KPPROF_UNWIND");
@@ -374,7 +375,7 @@ static void kpp_fini(void)
 	 * No record after EXIT: new samples stop here; the threads still in a
 	 * sampling path (exit() runs beside them) get a bounded wait.
 	 */
-	if (!atomic_compare_exchange_strong(&kpp.ready, &one, 2))
+	if (!atomic_compare_exchange_strong(&kpp.ready, &one, -1))	/* pass-through */
 		return;
 	for (int i = 0; i < 10000 && atomic_load(&kpp.samplers) > (t->guard ? 1 : 0); i++)
 		sched_yield();

@@ -320,6 +320,9 @@ bool kpp_seccomp_inherited(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- processes */
 
+/* kpp_exec_resolve - the real exec functions, at start (exec.c). */
+void kpp_exec_resolve(void) KPP_HIDDEN;
+
 /*
  * kpp_process_check - a child that no atfork handler saw (_Fork, clone)
  * is noticed here and starts as a forked child would (init.c).  One load.
