@@ -5,7 +5,8 @@
  * object's PT_NOTE in memory), so a process can be symbolized after it
  * has exited; KPPROF_REC_MUNMAP when the object is unloaded.
  *
- * Lazily, per object, from the stack being sent (kpp_maps_send): for each
+ * Lazily, per object, from the stack being sent (kpp_maps_send; the main
+ * program always first, which the collector takes for the executable): for each
  * pc, _dl_find_object() (glibc 2.35: lock-free, async-signal-safe) names
  * the object and its range; an object not yet in the "sent" set has its
  * records built from its own headers in memory (the ELF header is at the
@@ -52,6 +53,7 @@ struct sent {
 };
 
 static struct sent sent[SENT_SLOTS];
+static _Atomic int main_sent;		/* the main program went first */
 
 /* Record buffers, taken with a CAS; none free: retry at the next stack. */
 static struct {
@@ -170,6 +172,8 @@ static bool emit_object(const struct dl_find_object *o, struct sent *s)
 	name = lm->l_name;
 	if (!name || !*name)
 		name = exe_name();
+	else if (!strncmp(name, "linux-vdso", 10) || !strncmp(name, "linux-gate", 10))
+		name = "[vdso]";	/* a pseudo-object for the collector */
 	bid_len = find_build_id(phdr, eh->e_phnum, lm->l_addr, lo, hi, bid);
 	len = strnlen(name, KPPROF_PATH_MAX - 1) + 1;
 	size = (sizeof(bufs[b].r) + len + 7) & ~(size_t)7;
@@ -238,6 +242,19 @@ void kpp_maps_send(const __u64 *pcs, unsigned int n)
 {
 	uintptr_t lo = 0, hi = 0;
 
+	/*
+	 * The main program first, whatever the stack: the collector takes a
+	 * process's first mapping for its executable (profile_write.c).
+	 */
+	if (unlikely(!atomic_load_explicit(&main_sent, memory_order_acquire))) {
+		struct dl_find_object o;
+		void *entry = (void *)getauxval(AT_ENTRY);
+
+		if (entry && !_dl_find_object(entry, &o))
+			send_object(&o);
+		atomic_store_explicit(&main_sent, 1, memory_order_release);
+	}
+
 	for (unsigned int i = 0; i < n; i++) {
 		uintptr_t pc = (uintptr_t)pcs[i];
 		struct dl_find_object o;
@@ -266,6 +283,7 @@ void kpp_maps_reset(void)
 	}
 	for (int i = 0; i < NR_BUFS; i++)
 		atomic_store(&buf_busy[i], 0);
+	atomic_store(&main_sent, 0);
 }
 
 /* After a dlclose: MUNMAP for every sent object that is gone. */
