@@ -19,8 +19,9 @@
  * usage: torture SECS PLUGIN
  * Prints the children made by each way and the number that did not end
  * within 10 s (killed) or ended abnormally, then "torture: ok" if none;
- * exit status 0 only then.  The caller checks the records against the
- * counts (torture_host_test.sh).
+ * exit status 0 only then; each bad child is named on stderr
+ * (TORTURE_HOLD=1: a hung one is left for a debugger, the spawner waits).
+ * The caller checks the records against the counts (torture_host_test.sh).
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -69,12 +70,17 @@ static void reap(int way, pid_t pid)
 	atomic_fetch_add(&made[way], 1);
 	for (int i = 0; i < 10000; i++) {
 		if (waitpid(pid, &st, WNOHANG) == pid) {
-			if (!WIFEXITED(st) || WEXITSTATUS(st))
+			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 				atomic_fetch_add(&bad[way], 1);
+				fprintf(stderr, "%s child %d: status %#x\n", way_name[way], pid, st);
+			}
 			return;
 		}
 		usleep(1000);
 	}
+	fprintf(stderr, "%s child %d: hung\n", way_name[way], pid);
+	if (getenv("TORTURE_HOLD"))
+		pause();
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	atomic_fetch_add(&bad[way], 1);

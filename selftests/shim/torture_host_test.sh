@@ -10,8 +10,9 @@
 #   COMM (EXEC)  >= _Fork + clone children (a vfork child sends none);
 #   COMM (START) and COMM (EXIT) >= 1 + the exec'ed images.
 # With KPPROF_UNWIND=fp: libunwind takes a lock of its own around
-# dl_iterate_phdr, and a sample in the program's callback waits for it
-# (a hang seen 1 in 3 runs); the default unwinder is to go (issue 15).
+# dl_iterate_phdr, and a forked child inherits it, or the loader's, held
+# by a thread of the parent in ways the shim only partly sees (init.c,
+# new_process); the libunwind unwinder is to go (issue 15), then drop it.
 # usage: selftests/shim/torture_host_test.sh [SHIM.so...]
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dl_iterate_phdr is wrapped to count its callers, for libunwind's sake:
- *  - stack.c must not dlopen libunwind from a sample taken inside the
- *    program's own dl_iterate_phdr callback (the thread holds the loader's
- *    write lock; dlopen would take the loader's lock after it, the
- *    opposite order of a dlopen in another thread);
+ *  - no sample is taken inside the program's own dl_iterate_phdr
+ *    callback (kpp_sample_begin): the thread holds the loader's write
+ *    lock, and libunwind takes its own lock, then that one (and stack.c
+ *    would dlopen libunwind there: the loader's lock after the write
+ *    lock, the opposite order of a dlopen in another thread);
  *  - a child forked while another thread was inside inherits that lock
  *    held for ever (glibc does not reset it), so libunwind's walk would
  *    hang there: the count the child inherits is exact at the fork (the

@@ -150,6 +150,7 @@ struct kpp_global {
 	_Atomic uint64_t frees_held;	/* FREEs retried after a full ring */
 	_Atomic uint64_t frees_lost;	/* ... that could not be held */
 	_Atomic uint64_t maps_unsent;	/* objects whose MMAP could not be sent */
+	_Atomic uint64_t walk_skipped;	/* samples skipped in dl_iterate_phdr */
 	int pid;			/* this process (init.c: new-process checks) */
 	const volatile int *_Atomic alive; /* 1 on a MADV_WIPEONFORK page */
 	int fork_threaded;		/* fork_prepare: other threads had run */
