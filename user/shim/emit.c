@@ -175,8 +175,10 @@ int kpp_emit(const void *rec, size_t size)
 	} else if (errno == ENOBUFS) {
 		atomic_fetch_add_explicit(&kpp.writes_dropped, 1, memory_order_relaxed);
 		ret = ENOBUFS;
+	} else if ((errno == ENOTTY || errno == EBADF) && (ret = errno, kpp_foreign_process())) {
+		/* A vfork child that closed descriptors: its failure only;
+		 * the memory, and kpp.stopped, are its parent's. */
 	} else if (errno == ENOTTY || errno == EBADF) {
-		ret = errno;
 		if (!atomic_exchange(&kpp.stopped, KPP_STOP_FD))
 			kpp_debug("fd %d is no longer /dev/kpprof (the program closed or reused it): stopping",
 				  kpp.fd);
@@ -241,7 +243,7 @@ static void alloc_body(void *arg, uintptr_t caller_fp)
 
 	if (!n)
 		return;	/* a record needs at least one frame */
-	kpp_maps_sync();
+	kpp_maps_send(b.r.pcs, n);
 	size = sizeof(b.r) + n * sizeof(__u64);
 	header(&b.r.hdr, KPPROF_REC_ALLOC, (__u16)n, size);
 	b.r.addr = (uintptr_t)j->addr;
@@ -288,7 +290,7 @@ static void contention_body(void *arg, uintptr_t caller_fp)
 
 	if (!n)
 		return;
-	kpp_maps_sync();
+	kpp_maps_send(b.r.pcs, n);
 	size = sizeof(b.r) + n * sizeof(__u64);
 	header(&b.r.hdr, j->kind, (__u16)n, size);
 	b.r.delay_ns = j->delay_ns ? j->delay_ns : 1;

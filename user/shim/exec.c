@@ -13,8 +13,7 @@
  * The variadic execl* are rebuilt as argv arrays (on the stack, as glibc
  * does) and passed to the real execv/execvp/execve: glibc's execl* call
  * execve internally, so wrapping execve alone would miss them.  A vfork
- * child that execs sends a COMM EXEC under its own pid, which names no
- * image and is ignored.
+ * child that execs sends nothing (before_exec).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -27,20 +26,56 @@ static void *next(const char *name)
 	return dlsym(RTLD_NEXT, name);
 }
 
-#define REAL(type, name) \
-	static __typeof__(type) real; \
-	if (unlikely(!real)) \
-		*(void **)&real = next(name)
+/*
+ * The real functions, looked up at start (kpp_exec_resolve), not at the
+ * first call: a child of _Fork() or clone() in a threaded parent may
+ * inherit the loader's lock held by another thread, and its exec would
+ * hang in dlsym.
+ */
+enum { R_EXECVE, R_EXECV, R_EXECVP, R_EXECVPE, R_FEXECVE, R_EXECVEAT, R_N };
+static const char *const real_names[R_N] = {
+	"execve", "execv", "execvp", "execvpe", "fexecve", "execveat",
+};
+static void *_Atomic real_fn[R_N];
 
-/* before_exec - true if an EXEC record was sent (the image ended). */
+void kpp_exec_resolve(void)
+{
+	for (int i = 0; i < R_N; i++)
+		atomic_store(&real_fn[i], next(real_names[i]));
+}
+
+#define REAL(type, name) \
+	__typeof__(type) real = (__typeof__(type))atomic_load(&real_fn[R_##name]); \
+	if (unlikely(!real)) \
+		*(void **)&real = next(real_names[R_##name])
+
+/*
+ * before_exec - true if an EXEC record was sent (the image ended).  A
+ * _Fork/clone child says FORK first (kpp_process_check).  A vfork child
+ * (or clone(CLONE_VM)) sends nothing and writes nothing: its pid names no
+ * image, and the memory it runs in, counters and all, is its parent's
+ * (one getpid per exec tells).
+ */
 static bool before_exec(void)
 {
-	uint64_t sent = atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed);
+	struct kpp_thread *t = &kpp_thread;
+	uint32_t guard = t->guard;
+	uint64_t sent;
+	bool ended = false;
 
-	if (atomic_load(&kpp.ready) != 1 || atomic_load(&kpp.stopped) || !sent)
+	if (atomic_load(&kpp.ready) != 1 || atomic_load(&kpp.stopped) || guard)
 		return false;
-	kpp_emit_comm(KPPROF_COMM_EXEC);
-	return atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed) != sent;
+	t->guard = 1;
+	kpp_process_check();
+	if (!kpp_foreign_process()) {
+		sent = atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed);
+		if (sent) {
+			kpp_emit_comm(KPPROF_COMM_EXEC);
+			ended = atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed) != sent;
+		}
+	}
+	t->guard = guard;
+	return ended;
 }
 
 /* after_failed_exec - still this process: start a fresh image. */
@@ -54,14 +89,14 @@ static void after_failed_exec(bool ended)
 		return;
 	t->guard = 1;
 	kpp_emit_comm(KPPROF_COMM_START);
-	kpp_maps_forget();	/* sent again before the next stack record */
+	kpp_maps_reset();	/* sent again with the next stacks */
 	t->guard = guard;
 	errno = saved;
 }
 
 KPP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-	REAL(int (*)(const char *, char *const[], char *const[]), "execve");
+	REAL(int (*)(const char *, char *const[], char *const[]), EXECVE);
 	bool ended = before_exec();
 	int r = real(path, argv, envp);
 
@@ -71,7 +106,7 @@ KPP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 
 KPP_EXPORT int execv(const char *path, char *const argv[])
 {
-	REAL(int (*)(const char *, char *const[]), "execv");
+	REAL(int (*)(const char *, char *const[]), EXECV);
 	bool ended = before_exec();
 	int r = real(path, argv);
 
@@ -81,7 +116,7 @@ KPP_EXPORT int execv(const char *path, char *const argv[])
 
 KPP_EXPORT int execvp(const char *file, char *const argv[])
 {
-	REAL(int (*)(const char *, char *const[]), "execvp");
+	REAL(int (*)(const char *, char *const[]), EXECVP);
 	bool ended = before_exec();
 	int r = real(file, argv);
 
@@ -91,7 +126,7 @@ KPP_EXPORT int execvp(const char *file, char *const argv[])
 
 KPP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	REAL(int (*)(const char *, char *const[], char *const[]), "execvpe");
+	REAL(int (*)(const char *, char *const[], char *const[]), EXECVPE);
 	bool ended = before_exec();
 	int r = real(file, argv, envp);
 
@@ -101,7 +136,7 @@ KPP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 
 KPP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	REAL(int (*)(int, char *const[], char *const[]), "fexecve");
+	REAL(int (*)(int, char *const[], char *const[]), FEXECVE);
 	bool ended = before_exec();
 	int r = real(fd, argv, envp);
 
@@ -112,7 +147,7 @@ KPP_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 KPP_EXPORT int execveat(int dirfd, const char *path, char *const argv[],
 			char *const envp[], int flags)
 {
-	REAL(int (*)(int, const char *, char *const[], char *const[], int), "execveat");
+	REAL(int (*)(int, const char *, char *const[], char *const[], int), EXECVEAT);
 	bool ended;
 	int r;
 

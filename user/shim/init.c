@@ -25,14 +25,15 @@
  *                                open_test_config()
  *   KPPROF_DISABLE=1, KPPROF_EXCLUDE_FILE: optout.c
  *
- * Fork: the prepare handler stops new samples and waits for threads that
- * are inside a sampling path (unwinding, writing) to leave it, so the child
- * cannot inherit a lock held half-way through by a thread that does not
- * exist there.  The child clears the sampled-address table (its frees of
- * the parent's sampled blocks are not its allocations), the mapping table
- * and the waiter table, reseeds its random numbers, and writes COMM (FORK)
- * at once; all its mappings go again, under its own pid, before its first
- * stack record.
+ * Fork: no waiting.  A sampling path holds no lock and calls nothing of
+ * the loader, so a fork at any moment leaves the child nothing held; the
+ * child (fork(): the atfork handler; _Fork() or clone(): the first sample,
+ * exec or dlclose, through a MADV_WIPEONFORK page) clears the
+ * sampled-address table (its frees of the parent's sampled blocks are not
+ * its allocations), the sent-object set, held frees, the waiter table and
+ * the counters, reseeds its random numbers, and writes COMM (FORK) at
+ * once; its mappings go again, under its own pid, with its stacks.  A
+ * vfork child shares our memory and writes none of it (exec.c, emit.c).
  *
  * Setuid and setgid programs (AT_SECURE) pass through entirely: the
  * constructor returns before reading any KPPROF_* variable, opening any
@@ -45,6 +46,7 @@
  * variables are inherited by the process tree like any environment.
  */
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -59,12 +61,10 @@
 #include "shim.h"
 
 /*
- * samplers_dec - leave the count of threads in sampling paths.  Never
- * below 0: in a child forked by a signal handler that interrupted this
- * thread between its increment and its decrement, fork_child() has
- * already reset the count (a -1 would stop the next fork_prepare() from
- * waiting for anyone; counting the interrupted path in the child instead
- * would leave a +1 behind when the fork fell before its increment).
+ * samplers_dec - leave the count of threads in sampling paths (seccomp.c
+ * waits for it).  Never below 0: in a child forked by a signal handler
+ * that interrupted this thread between its increment and its decrement,
+ * new_process() has already reset the count.
  */
 static void samplers_dec(void)
 {
@@ -73,123 +73,166 @@ static void samplers_dec(void)
 }
 
 /*
- * The signals a sampling path runs with blocked: every one that can come
- * asynchronously.  A handler that forks (crash reporters, process
- * supervisors do) must never find this thread inside dl_iterate_phdr():
- * the child inherits the loader's lock owned by the parent's thread id, the
- * interrupted walk's unlock then fails there (the owner is not the child's
- * thread), and the child's next walk -- ours, libunwind's, a C++ throw --
- * blocks for ever.  The synchronous ones (a fault in the sampling path
- * itself) stay deliverable: blocked, they would kill the process.
+ * A sampling path takes no lock and never calls into the loader, so
+ * asynchronous signals stay deliverable in it (a handler that samples
+ * finds the guard and passes through) and nothing needs blocking around
+ * a fork.  Deferred cancellation is held off for the path's duration
+ * (pthread_setcancelstate: no syscall): a write(2) in test mode is a
+ * cancellation point, and unwinding out of the path would leave its guard
+ * and its count behind.
  */
-static sigset_t async_signals;
-
-static void async_signals_init(void)
-{
-	static const int sync_signals[] = {
-		SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT,
-	};
-
-	sigfillset(&async_signals);
-	for (size_t i = 0; i < sizeof(sync_signals) / sizeof(sync_signals[0]); i++)
-		sigdelset(&async_signals, sync_signals[i]);
-}
-
 bool kpp_sample_begin(struct kpp_thread *t)
 {
-	if (t->guard || atomic_load_explicit(&kpp.ready, memory_order_relaxed) != 1 ||
-	    atomic_load_explicit(&kpp.fork_pending, memory_order_relaxed))
+	if (t->guard || atomic_load_explicit(&kpp.ready, memory_order_relaxed) != 1)
 		return false;
 	if (unlikely(atomic_load_explicit(&kpp.stopped, memory_order_relaxed))) {
 		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
 		return false;
 	}
+	/*
+	 * libunwind holds a lock of its own across dl_iterate_phdr: a sample
+	 * in the program's own dl_iterate_phdr callback (this thread holds
+	 * the loader's write lock) would wait for it while its holder waits
+	 * for the write lock.  Skipped and counted while libunwind unwinds.
+	 */
+	if (unlikely(kpp.unwind_libunwind && kpp_loader_walking())) {
+		atomic_fetch_add_explicit(&kpp.walk_skipped, 1, memory_order_relaxed);
+		return false;
+	}
 	t->guard = 1;
 	t->saved_errno = errno;
-	/* Pairs with fork_prepare() and seccomp.c: announce, then re-check. */
+	kpp_process_check();
+	/* Pairs with seccomp.c: announce, then re-check. */
 	atomic_fetch_add(&kpp.samplers, 1);
-	if (atomic_load(&kpp.fork_pending) || atomic_load(&kpp.stopped)) {
+	if (atomic_load(&kpp.stopped) || atomic_load(&kpp.ready) != 1) {
 		samplers_dec();
+		errno = t->saved_errno;
 		t->guard = 0;
 		return false;
 	}
-	pthread_sigmask(SIG_BLOCK, &async_signals, &t->saved_mask);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &t->saved_cancel);
 	return true;
 }
 
 void kpp_sample_end(struct kpp_thread *t)
 {
 	samplers_dec();
+	pthread_setcancelstate(t->saved_cancel, NULL);
 	errno = t->saved_errno;
 	t->guard = 0;
-	/* Last: a signal held back meanwhile finds the thread out of the path. */
-	pthread_sigmask(SIG_SETMASK, &t->saved_mask, NULL);
 }
 
-static void fork_prepare(void)
+/*
+ * New processes.  A fork() child is told by the atfork child handler; a
+ * _Fork() or clone() child runs no handler, so every sample (and exec,
+ * dlclose) first reads one word on a MADV_WIPEONFORK page (the kernel
+ * zeroes it in any child that does not share our memory): 0 means a new
+ * process.  The page is mapped at start, with the pid cached.  A vfork
+ * or clone(CLONE_VM) child shares the page and the rest of our memory: it
+ * is seen only where a syscall is affordable (kpp_foreign_process: exec,
+ * a failed submission).
+ */
+static const int alive_fallback = 1;
+
+bool kpp_foreign_process(void)
 {
-	/* A fork from a signal handler that interrupted our own sampling
-	 * path must not wait for itself. */
-	int self = kpp_thread.guard ? 1 : 0;
-
-	if (atomic_load(&kpp.ready) != 1)
-		return;
-	atomic_store(&kpp.fork_pending, 1);
-	while (atomic_load(&kpp.samplers) > self)
-		sched_yield();
-	kpp.loader_quiet = kpp_loader_quiesce();
-	kpp.fork_threaded = !__libc_single_threaded;
+	return kpp.pid && getpid() != kpp.pid;
 }
 
-static void fork_parent(void)
-{
-	if (atomic_load(&kpp.ready) != 1)
-		return;
-	kpp_loader_release(false);
-	atomic_store(&kpp.fork_pending, 0);
-}
-
-static void fork_child(void)
+/*
+ * new_process - the child's start: forget the parent's sampled addresses,
+ * held frees, sent objects, waiters and counts, and say COMM (FORK).
+ * Only async-signal-safe calls (an atfork child handler's rule).
+ * @threaded: other threads may have run in the parent (stack.c).
+ */
+static void new_process(bool threaded)
 {
 	struct kpp_thread *t = &kpp_thread;
-	/* A fork from a signal handler that interrupted this thread's own
-	 * sampling path: that path resumes here, so it keeps its guard; its
-	 * decrement of samplers finds 0 and stays there (samplers_dec). */
-	uint32_t self = t->guard;
+	const volatile int *a = atomic_load(&kpp.alive);
 
-	if (atomic_load(&kpp.ready) != 1)
-		return;
-	kpp_loader_release(true);
-	/* Threads that were inside kpp_emit() in the parent are not here. */
-	atomic_store(&kpp.emitters, t->emitting ? 1 : 0);
-	if (!kpp.loader_quiet) {
-		/* The loader's lock may be held for ever here (loader.c). */
-		atomic_store(&kpp.ready, -1);
-		atomic_store(&kpp.fork_pending, 0);
-		kpp_emit_comm(KPPROF_COMM_FORK);
-		return;
-	}
+	/* Copied at the fork: threads of the parent in a sampling path. */
+	bool sampling = atomic_load(&kpp.samplers) > 0;
+	bool walking = kpp_loader_fork_child();
+	/* A dlopen/dlclose mid-way (it takes that lock inside the loader). */
+	bool loading = kpp.r_debug &&
+		       ((const volatile struct r_debug *)kpp.r_debug)->r_state != RT_CONSISTENT;
+
+	kpp.pid = getpid();
+	/* This thread's own interrupted path (a fork from a handler) resumes
+	 * here and keeps its guard; the other threads are not here. */
 	atomic_store(&kpp.samplers, 0);
+	atomic_store(&kpp.emitters, t->emitting ? 1 : 0);
+	atomic_store(&kpp.writes_ok, 0);
+	atomic_store(&kpp.writes_dropped, 0);
+	atomic_store(&kpp.writes_failed, 0);
+	atomic_store(&kpp.unsent, 0);
+	atomic_store(&kpp.maps_unsent, 0);
+	atomic_store(&kpp.walk_skipped, 0);
 	kpp_set_reset();
 	kpp_held_reset();
 	kpp_maps_reset();
 	kpp_locks_reset();
-	kpp_unwind_fork_child(kpp.fork_threaded);
-	t->rng_seeded = 0;
-	t->guard = self;
-	atomic_store(&kpp.fork_pending, 0);
+	kpp_unwind_fork_child(threaded);
 	/*
-	 * COMM (FORK) now, one ioctl (async-signal-safe, as an atfork child
-	 * handler must be): the collector learns this pid and its parent
-	 * before the child can have children of its own, so `kpprof record`
-	 * follows the exec'ed or forked descendants of a child that never
-	 * samples (issue 11; before, the FORK waited for the child's first
-	 * record, and a child that only forked or spawned broke the chain).
-	 * The mappings are not walked here (dl_iterate_phdr blocks for ever
-	 * on the loader's lock if another thread held it at the fork):
-	 * kpp_maps_reset() above makes the first stack record send them all.
+	 * libunwind's own lock, or the loader's dl_iterate_phdr lock it
+	 * takes, may have been held by another thread of the parent at the
+	 * fork (a thread in a sampling path, walking (loader.c) or in a
+	 * dlopen/dlclose); neither is reset in the child, so this child takes
+	 * fp stacks then.  Goes with libunwind.
+	 */
+	if (sampling || walking || loading)
+		kpp.unwind_libunwind = 0;
+	t->rng_seeded = 0;
+	if (a && a != &alive_fallback)
+		*(volatile int *)a = 1;
+	/*
+	 * COMM (FORK) now, one syscall: the collector learns this pid and its
+	 * parent before the child can have children of its own, so `kpprof
+	 * record` follows the descendants of a child that never samples.
 	 */
 	kpp_emit_comm(KPPROF_COMM_FORK);
+}
+
+void kpp_process_slow(void)
+{
+	const volatile int *a = atomic_load(&kpp.alive);
+
+	/* Wiped: a child that no atfork handler saw. */
+	if (a && a != &alive_fallback)
+		new_process(true);
+}
+
+/* process_init - at start, before any child can exist: 3 syscalls. */
+static void process_init(void)
+{
+	int *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	kpp.pid = getpid();
+	if (page != MAP_FAILED && madvise(page, 4096, MADV_WIPEONFORK)) {
+		munmap(page, 4096);
+		page = MAP_FAILED;
+	}
+	if (page == MAP_FAILED) {
+		kpp_debug("no MADV_WIPEONFORK: _Fork and clone children look like their parent");
+		atomic_store(&kpp.alive, &alive_fallback);
+		return;
+	}
+	*page = 1;
+	atomic_store(&kpp.alive, page);
+}
+
+static void fork_prepare(void)
+{
+	/* No waiting: no sampling path holds anything a child could miss. */
+	kpp.fork_threaded = !__libc_single_threaded;
+}
+
+static void fork_child(void)
+{
+	if (atomic_load(&kpp.ready) != 1)
+		return;
+	new_process(kpp.fork_threaded);
 }
 
 /* Move our descriptor above the ones programs usually pick themselves. */
@@ -339,7 +382,7 @@ static void kpp_init(void)
 		errno = saved;
 		return;
 	}
-	async_signals_init();
+	kpp_exec_resolve();
 	s = getenv("KPPROF_DEBUG");
 	kpp.debug = s && *s == '1';
 	s = getenv("KPPROF_UNWIND");
@@ -358,7 +401,8 @@ static void kpp_init(void)
 		errno = saved;
 		return;
 	}
-	if (pthread_atfork(fork_prepare, fork_parent, fork_child))
+	process_init();
+	if (pthread_atfork(fork_prepare, NULL, fork_child))
 		kpp_debug("pthread_atfork failed: children will not be profiled apart");
 	/*
 	 * COMM (START) only: it names the process and its parent, which
@@ -377,12 +421,26 @@ static void kpp_init(void)
 __attribute__((destructor))
 static void kpp_fini(void)
 {
+	struct kpp_thread *t = &kpp_thread;
+	int one = 1;
+
 	if (atomic_load(&kpp.ready) != 1)
 		return;
+	kpp_process_check();
+	/*
+	 * No record after EXIT: new samples stop here; the threads still in a
+	 * sampling path (exit() runs beside them) get a bounded wait.
+	 */
+	if (!atomic_compare_exchange_strong(&kpp.ready, &one, -1))	/* pass-through */
+		return;
+	for (int i = 0; i < 10000 && atomic_load(&kpp.samplers) > (t->guard ? 1 : 0); i++)
+		sched_yield();
 	kpp_emit_comm(KPPROF_COMM_EXIT);
-	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu, not sent (stopped) %llu, in sampling paths %d, frees held %llu, lost %llu",
+	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu, not sent (stopped) %llu, in sampling paths %d, frees held %llu, lost %llu, objects unsent %llu, skipped in dl_iterate_phdr %llu",
 		  (unsigned long long)kpp.writes_ok, (unsigned long long)kpp.writes_dropped,
 		  (unsigned long long)kpp.writes_failed, (unsigned long long)kpp.table_full,
 		  (unsigned long long)kpp.unsent, atomic_load(&kpp.samplers),
-		  (unsigned long long)kpp.frees_held, (unsigned long long)kpp.frees_lost);
+		  (unsigned long long)kpp.frees_held, (unsigned long long)kpp.frees_lost,
+		  (unsigned long long)kpp.maps_unsent,
+		  (unsigned long long)kpp.walk_skipped);
 }

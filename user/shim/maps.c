@@ -1,100 +1,117 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Mapping records: one KPPROF_REC_MMAP per executable PT_LOAD segment of
- * every loaded object (path, range, file offset, GNU build-id read from
- * the object's PT_NOTE in memory), so a process can be symbolized after it
- * has exited; KPPROF_REC_MUNMAP when an object goes away.
+ * an object (path, range, file offset, GNU build-id read from the
+ * object's PT_NOTE in memory), so a process can be symbolized after it
+ * has exited; KPPROF_REC_MUNMAP when the object is unloaded.
  *
- * When: at start, in the child after fork, and whenever the loader's
- * dlpi_adds/dlpi_subs counters have moved before a stack record is
- * written.  That last one is how dlopen/dlclose are followed: every sample
- * is preceded by the mappings it needs.  We do not wrap dlopen() itself,
- * because glibc resolves $ORIGIN, RPATH and RUNPATH from the address of
- * dlopen's caller, which a wrapper would replace with its own.
+ * Lazily, per object, from the stack being sent (kpp_maps_send; the main
+ * program always first, which the collector takes for the executable): for each
+ * pc, _dl_find_object() (glibc 2.35: lock-free, async-signal-safe) names
+ * the object and its range; an object not yet in the "sent" set has its
+ * records built from its own headers in memory (the ELF header is at the
+ * start of its lowest PT_LOAD) and submitted before the stack record.  No
+ * dl_iterate_phdr, no loader lock and no lock of ours on a sampling path:
+ * a program whose dl_iterate_phdr callback allocates (libbacktrace,
+ * Rust's backtrace) cannot deadlock against us, and a fork never finds a
+ * sampling thread holding anything.
  *
- * What was emitted is kept in a fixed table (MAX_SEGS segments) guarded by
- * a spinlock held only while this file runs; past MAX_SEGS, mappings are
- * still emitted but their unmapping is not.
+ * The sent set: SENT_SLOTS slots, open addressing on the object's start
+ * (unique among loaded objects), each claimed with a CAS and holding the
+ * link_map it was sent for; a slot whose link_map differs (0: unloaded or
+ * never sent) is sent again by whoever swaps it in.  Full: the object's
+ * records are not sent, counted in kpp.maps_unsent.  Objects keep their
+ * slot after unloading (a reload usually lands at the same start).
+ *
+ * Unloading: dlclose() is wrapped (kpp_dlclose below; not dlopen, whose
+ * $ORIGIN/RUNPATH resolution depends on its caller's address).  After the
+ * real call, each sent object that _dl_find_object no longer finds at its
+ * start under the same link_map gets a MUNMAP of its first executable
+ * segment, outside any sampling path.
+ *
+ * Paths are the loader's names, unresolved: a dlopen("./x.so") is sent as
+ * "./x.so" (the collector opens the file through /proc/PID/map_files/
+ * START-END, whatever its name); the main program's is the target of
+ * /proc/self/exe, read once at its first record (AT_EXECFN without /proc).
  */
+#include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
-#include <limits.h>
-#include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 #include "shim.h"
 
-#define MAX_SEGS	2048
+#define SENT_SLOTS	1024	/* power of 2 */
+#define NR_BUFS		4	/* records built at once (threads) */
 
-/* An emitted segment; @name is a hash of the loader's name for the
- * object, so an object replaced by another at the same range is seen. */
-struct seg {
-	uintptr_t start, end;
-	uint64_t name;
-	uint32_t seen;
+struct sent {
+	_Atomic uintptr_t start;	/* 0: free */
+	_Atomic uintptr_t map;		/* link_map sent for; 0: not (any more) */
+	_Atomic uintptr_t xstart, xend;	/* its first executable segment */
 };
 
-static struct seg segs[MAX_SEGS];
-static unsigned int nr_segs;
-static atomic_flag maps_lock = ATOMIC_FLAG_INIT;
-static _Atomic unsigned long long last_adds = ~0ULL, last_subs = ~0ULL;
-static uint32_t generation;
+static struct sent sent[SENT_SLOTS];
+static _Atomic int main_sent;		/* the main program went first */
 
-static void lock(void)
+/* Record buffers, taken with a CAS; none free: retry at the next stack. */
+static struct {
+	struct kpprof_rec_mmap r;
+	char path[KPPROF_PATH_MAX + 8];
+} bufs[NR_BUFS];
+static _Atomic int buf_busy[NR_BUFS];
+
+/* The main program's path: 0 unread, 1 being read, 2 in exe_path. */
+static char exe_path[KPPROF_PATH_MAX];
+static _Atomic int exe_state;
+
+static const char *exe_name(void)
 {
-	while (atomic_flag_test_and_set_explicit(&maps_lock, memory_order_acquire))
-		sched_yield();
+	int none = 0;
+	const char *fallback = (const char *)getauxval(AT_EXECFN);
+
+	if (atomic_load_explicit(&exe_state, memory_order_acquire) == 2)
+		return exe_path;
+	if (atomic_compare_exchange_strong(&exe_state, &none, 1)) {
+		/* Once per process; a syscall, but no lock and no allocation. */
+		ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+
+		if (n > 0) {
+			exe_path[n] = 0;
+			atomic_store_explicit(&exe_state, 2, memory_order_release);
+			return exe_path;
+		}
+		atomic_store(&exe_state, 0);
+	}
+	return fallback ? fallback : "";
 }
 
-static void unlock(void)
+static bool in_range(uintptr_t p, size_t len, uintptr_t lo, uintptr_t hi)
 {
-	atomic_flag_clear_explicit(&maps_lock, memory_order_release);
-}
-
-struct counters {
-	unsigned long long adds, subs;
-};
-
-static int read_counters(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct counters *c = data;
-
-	(void)size;
-	c->adds = info->dlpi_adds;
-	c->subs = info->dlpi_subs;
-	return 1;	/* the counters are the same in every entry: stop */
-}
-
-bool kpp_maps_changed(void)
-{
-	struct counters c = { 0, 0 };
-
-	dl_iterate_phdr(read_counters, &c);
-	return c.adds != atomic_load_explicit(&last_adds, memory_order_relaxed) ||
-	       c.subs != atomic_load_explicit(&last_subs, memory_order_relaxed);
+	return p >= lo && p <= hi && len <= hi - p;
 }
 
 /* find_build_id - the NT_GNU_BUILD_ID note of a loaded object, if any. */
-static unsigned int find_build_id(const struct dl_phdr_info *info, __u8 *out)
+static unsigned int find_build_id(const ElfW(Phdr) *phdr, unsigned int phnum,
+				  uintptr_t bias, uintptr_t lo, uintptr_t hi, __u8 *out)
 {
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+	for (unsigned int i = 0; i < phnum; i++) {
+		const ElfW(Phdr) *ph = &phdr[i];
 		const char *p, *end;
 		size_t align = ph->p_align == 8 ? 8 : 4;
 
-		if (ph->p_type != PT_NOTE)
+		if (ph->p_type != PT_NOTE ||
+		    !in_range(bias + ph->p_vaddr, ph->p_memsz, lo, hi))
 			continue;
-		p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+		p = (const char *)(bias + ph->p_vaddr);
 		end = p + ph->p_memsz;
 		while (p + sizeof(ElfW(Nhdr)) <= end) {
 			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
 			const char *name = p + sizeof(*n);
 			const char *desc = name + ((n->n_namesz + align - 1) & ~(align - 1));
 
-			if (desc + n->n_descsz > end)
+			if (desc > end || n->n_descsz > (size_t)(end - desc))
 				break;
 			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
 			    !memcmp(name, "GNU", 4) && n->n_descsz > 0) {
@@ -111,175 +128,211 @@ static unsigned int find_build_id(const struct dl_phdr_info *info, __u8 *out)
 	return 0;
 }
 
-/* The record being built; guarded by maps_lock. */
-static struct {
-	struct kpprof_rec_mmap r;
-	char path[KPPROF_PATH_MAX + 8];
-} mrec;
-
-static void object_path(const struct dl_phdr_info *info, char *out, size_t size)
+static int take_buf(void)
 {
-	const char *name = info->dlpi_name;
-	ssize_t n;
+	for (int i = 0; i < NR_BUFS; i++) {
+		int free_ = 0;
 
-	if (!name || !*name) {
-		n = readlink("/proc/self/exe", out, size - 1);
-		out[n > 0 ? n : 0] = 0;
-		if (n > 0)
-			return;
-		/*
-		 * No /proc (a chroot without it): the name exec was given, made
-		 * absolute, so the main program's mapping still has its path.
-		 */
-		name = (const char *)getauxval(AT_EXECFN);
-		if (!name || !*name)
-			return;
+		if (atomic_compare_exchange_strong(&buf_busy[i], &free_, 1))
+			return i;
 	}
-	if (!strncmp(name, "linux-vdso", 10) || !strncmp(name, "linux-gate", 10)) {
-		snprintf(out, size, "[vdso]");
-		return;
-	}
-	if (name[0] != '/') {
-		char abs[PATH_MAX];
-
-		if (realpath(name, abs) && strlen(abs) < size) {
-			strcpy(out, abs);
-			return;
-		}
-	}
-	snprintf(out, size, "%s", name);
+	return -1;
 }
 
-static void emit_mmap(const struct dl_phdr_info *info, uintptr_t start,
-		      uintptr_t end, uintptr_t offset)
+/*
+ * emit_object - the MMAP records of one object, from its headers in
+ * memory.  Returns false if nothing could be sent (retry later).
+ */
+static bool emit_object(const struct dl_find_object *o, struct sent *s)
 {
+	uintptr_t lo = (uintptr_t)o->dlfo_map_start, hi = (uintptr_t)o->dlfo_map_end;
+	const struct link_map *lm = o->dlfo_link_map;
+	const long page = 4096;
+	const uintptr_t mask = ~((uintptr_t)page - 1);
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)lo;
+	const ElfW(Phdr) *phdr;
+	const char *name;
+	bool sent_any = false;
+	__u8 bid[KPPROF_BUILD_ID_MAX];
+	unsigned int bid_len;
 	size_t len, size;
+	int b;
 
-	memset(&mrec, 0, sizeof(mrec));
-	object_path(info, mrec.r.path, KPPROF_PATH_MAX);
-	len = strlen(mrec.r.path) + 1;
-	size = (sizeof(mrec.r) + len + 7) & ~(size_t)7;
-	mrec.r.hdr.kind = KPPROF_REC_MMAP;
-	mrec.r.hdr.size = (__u32)size;
-	mrec.r.start = start;
-	mrec.r.end = end;
-	mrec.r.offset = offset;
-	mrec.r.build_id_len = (__u8)find_build_id(info, mrec.r.build_id);
-	mrec.r.path_len = (__u16)len;
-	kpp_emit(&mrec, size);
-}
-
-static void emit_munmap(uintptr_t start, uintptr_t end)
-{
-	struct kpprof_rec_munmap r;
-
-	memset(&r, 0, sizeof(r));
-	r.hdr.kind = KPPROF_REC_MUNMAP;
-	r.hdr.size = sizeof(r);
-	r.start = start;
-	r.end = end;
-	kpp_emit(&r, sizeof(r));
-}
-
-static uint64_t name_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
-
-	while (s && *s)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3ULL;
-	return h;
-}
-
-static struct seg *find_seg(uintptr_t start, uintptr_t end, uint64_t name)
-{
-	for (unsigned int i = 0; i < nr_segs; i++)
-		if (segs[i].start == start && segs[i].end == end && segs[i].name == name)
-			return &segs[i];
-	return NULL;
-}
-
-static int sync_object(struct dl_phdr_info *info, size_t size, void *data)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	uintptr_t mask = ~((uintptr_t)page - 1);
-	uint64_t name = name_hash(info->dlpi_name);
-
-	(void)size;
-	(void)data;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t start, end, offset;
-		struct seg *s;
+	/* The headers must be in the object's first page, which is mapped. */
+	if (hi - lo < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_phentsize != sizeof(ElfW(Phdr)) ||
+	    eh->e_phoff > (uintptr_t)page ||
+	    eh->e_phnum * sizeof(ElfW(Phdr)) > (size_t)page - eh->e_phoff ||
+	    hi - lo < eh->e_phoff + eh->e_phnum * sizeof(ElfW(Phdr)))
+		return true;	/* nothing we can send, ever: do not retry */
+	phdr = (const ElfW(Phdr) *)(lo + eh->e_phoff);
+	b = take_buf();
+	if (b < 0)
+		return false;
+	name = lm->l_name;
+	if (!name || !*name)
+		name = exe_name();
+	else if (!strncmp(name, "linux-vdso", 10) || !strncmp(name, "linux-gate", 10))
+		name = "[vdso]";	/* a pseudo-object for the collector */
+	bid_len = find_build_id(phdr, eh->e_phnum, lm->l_addr, lo, hi, bid);
+	len = strnlen(name, KPPROF_PATH_MAX - 1) + 1;
+	size = (sizeof(bufs[b].r) + len + 7) & ~(size_t)7;
+	for (unsigned int i = 0; i < eh->e_phnum; i++) {
+		const ElfW(Phdr) *ph = &phdr[i];
+		uintptr_t start, end;
 
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || !ph->p_memsz)
 			continue;
-		start = (info->dlpi_addr + ph->p_vaddr) & mask;
-		end = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + page - 1) & mask;
-		offset = ph->p_offset & mask;
-		s = find_seg(start, end, name);
-		if (s) {
-			s->seen = generation;
+		start = (lm->l_addr + ph->p_vaddr) & mask;
+		end = (lm->l_addr + ph->p_vaddr + ph->p_memsz + page - 1) & mask;
+		memset(&bufs[b], 0, sizeof(bufs[b].r) + len + 8);
+		bufs[b].r.hdr.kind = KPPROF_REC_MMAP;
+		bufs[b].r.hdr.size = (__u32)size;
+		bufs[b].r.start = start;
+		bufs[b].r.end = end;
+		bufs[b].r.offset = ph->p_offset & mask;
+		memcpy(bufs[b].r.build_id, bid, bid_len);
+		bufs[b].r.build_id_len = (__u8)bid_len;
+		bufs[b].r.path_len = (__u16)len;
+		memcpy(bufs[b].r.path, name, len - 1);
+		if (kpp_emit(&bufs[b], size) == 0)
+			sent_any = true;
+		if (!atomic_load_explicit(&s->xend, memory_order_relaxed)) {
+			atomic_store_explicit(&s->xstart, start, memory_order_relaxed);
+			atomic_store_explicit(&s->xend, end, memory_order_relaxed);
+		}
+	}
+	atomic_store_explicit(&buf_busy[b], 0, memory_order_release);
+	return sent_any;
+}
+
+static void send_object(const struct dl_find_object *o)
+{
+	uintptr_t start = (uintptr_t)o->dlfo_map_start, lm = (uintptr_t)o->dlfo_link_map;
+	unsigned int h = (unsigned int)((start >> 12) * 0x9E3779B1u);
+
+	for (unsigned int i = 0; i < SENT_SLOTS; i++) {
+		struct sent *s = &sent[(h + i) & (SENT_SLOTS - 1)];
+		uintptr_t k = atomic_load_explicit(&s->start, memory_order_acquire), m;
+
+		if (!k) {
+			if (!atomic_compare_exchange_strong(&s->start, &k, start) && k != start)
+				continue;
+		} else if (k != start) {
 			continue;
 		}
-		emit_mmap(info, start, end, offset);
-		if (nr_segs < MAX_SEGS)
-			segs[nr_segs++] = (struct seg){ start, end, name, generation };
-	}
-	return 0;
-}
-
-static int read_all_counters(struct dl_phdr_info *info, size_t size, void *data)
-{
-	return read_counters(info, size, data);
-}
-
-void kpp_maps_sync(void)
-{
-	struct counters c = { 0, 0 };
-
-	if (kpp.fd < 0 || !kpp_maps_changed())
+		m = atomic_load_explicit(&s->map, memory_order_acquire);
+		if (m == lm || !atomic_compare_exchange_strong(&s->map, &m, lm))
+			return;		/* sent, or being sent by another thread */
+		atomic_store_explicit(&s->xend, 0, memory_order_relaxed);
+		if (!emit_object(o, s))
+			atomic_compare_exchange_strong(&s->map, &lm, 0);
 		return;
-	lock();
-	generation++;
-	/*
-	 * Read the counters before walking: a dlopen racing with the walk
-	 * leaves them stale, so the next sync walks again (nothing is
-	 * emitted twice: segments already in the table are skipped).
-	 */
-	dl_iterate_phdr(read_all_counters, &c);
-	dl_iterate_phdr(sync_object, NULL);
-	for (unsigned int i = 0; i < nr_segs;) {
-		if (segs[i].seen != generation) {
-			emit_munmap(segs[i].start, segs[i].end);
-			segs[i] = segs[--nr_segs];
-			continue;
-		}
-		i++;
 	}
-	atomic_store_explicit(&last_adds, c.adds, memory_order_relaxed);
-	atomic_store_explicit(&last_subs, c.subs, memory_order_relaxed);
-	unlock();
+	atomic_fetch_add_explicit(&kpp.maps_unsent, 1, memory_order_relaxed);
 }
 
-/* kpp_maps_reset - forget what was emitted (the child after fork), so the
- * next sync emits every object again under the child's pid. */
+/*
+ * kpp_maps_send - before a stack record: the MMAP records of every object
+ * a pc of @pcs lies in that were not sent yet.  Async-signal-safe, no
+ * lock: _dl_find_object (about 7 ns) once per object change along the
+ * stack, one slot look-up per object.
+ */
+void kpp_maps_send(const __u64 *pcs, unsigned int n)
+{
+	uintptr_t lo = 0, hi = 0;
+
+	/*
+	 * The main program first, whatever the stack: the collector takes a
+	 * process's first mapping for its executable (profile_write.c).
+	 */
+	if (unlikely(!atomic_load_explicit(&main_sent, memory_order_acquire))) {
+		struct dl_find_object o;
+		void *entry = (void *)getauxval(AT_ENTRY);
+
+		if (entry && !_dl_find_object(entry, &o))
+			send_object(&o);
+		atomic_store_explicit(&main_sent, 1, memory_order_release);
+	}
+
+	for (unsigned int i = 0; i < n; i++) {
+		uintptr_t pc = (uintptr_t)pcs[i];
+		struct dl_find_object o;
+
+		if (pc >= lo && pc < hi)
+			continue;
+		if (_dl_find_object((void *)pc, &o)) {
+			lo = hi = 0;
+			continue;
+		}
+		lo = (uintptr_t)o.dlfo_map_start;
+		hi = (uintptr_t)o.dlfo_map_end;
+		send_object(&o);
+	}
+}
+
+/* kpp_maps_reset - forget what was sent (a new process: fork, _Fork,
+ * clone; a fresh image after a failed exec), so the next stacks send
+ * their objects again under this pid.  Other threads may be sending:
+ * at worst an object goes twice. */
 void kpp_maps_reset(void)
 {
-	nr_segs = 0;
-	atomic_store(&last_adds, ~0ULL);
-	atomic_store(&last_subs, ~0ULL);
-	atomic_flag_clear(&maps_lock);
+	for (unsigned int i = 0; i < SENT_SLOTS; i++) {
+		atomic_store_explicit(&sent[i].map, 0, memory_order_relaxed);
+		atomic_store_explicit(&sent[i].start, 0, memory_order_relaxed);
+	}
+	for (int i = 0; i < NR_BUFS; i++)
+		atomic_store(&buf_busy[i], 0);
+	atomic_store(&main_sent, 0);
 }
 
-/* kpp_maps_forget - like kpp_maps_reset, with other threads running (a
- * failed exec: the fresh image sends every object again). */
-void kpp_maps_forget(void)
+/* After a dlclose: MUNMAP for every sent object that is gone. */
+static void maps_unloaded(void)
 {
-	lock();
-	nr_segs = 0;
-	atomic_store(&last_adds, ~0ULL);
-	atomic_store(&last_subs, ~0ULL);
-	unlock();
+	for (unsigned int i = 0; i < SENT_SLOTS; i++) {
+		struct sent *s = &sent[i];
+		uintptr_t k = atomic_load_explicit(&s->start, memory_order_acquire);
+		uintptr_t m = atomic_load_explicit(&s->map, memory_order_acquire);
+		struct dl_find_object o;
+		struct kpprof_rec_munmap r;
+
+		if (!k || !m || (!_dl_find_object((void *)k, &o) &&
+				 (uintptr_t)o.dlfo_map_start == k &&
+				 (uintptr_t)o.dlfo_link_map == m))
+			continue;
+		if (!atomic_compare_exchange_strong(&s->map, &m, 0) ||
+		    !atomic_load_explicit(&s->xend, memory_order_relaxed))
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.hdr.kind = KPPROF_REC_MUNMAP;
+		r.hdr.size = sizeof(r);
+		r.start = atomic_load_explicit(&s->xstart, memory_order_relaxed);
+		r.end = atomic_load_explicit(&s->xend, memory_order_relaxed);
+		kpp_emit(&r, sizeof(r));
+	}
+}
+
+KPP_EXPORT int dlclose(void *handle)
+{
+	static void *_Atomic real_slot;
+	int (*real)(void *) = (int (*)(void *))kpp_next_cached(&real_slot, "dlclose", NULL);
+	struct kpp_thread *t = &kpp_thread;
+	int r, saved;
+
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	r = real(handle);
+	if (r || atomic_load(&kpp.ready) != 1 || t->guard)
+		return r;
+	saved = errno;
+	t->guard = 1;
+	kpp_process_check();
+	maps_unloaded();
+	t->guard = 0;
+	errno = saved;
+	return r;
 }
 
 struct self_search {

@@ -134,7 +134,7 @@ struct kpp_thread {
 	uint32_t emitting;
 	uint32_t flushing;		/* inside emit.c's flush_held() */
 	uint32_t stack_slot;		/* private stack in use + 1, 0: none */
-	sigset_t saved_mask;		/* signal mask on entry to a sampling path */
+	int saved_cancel;		/* cancel state on entry to a sampling path */
 };
 extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
 
@@ -152,7 +152,6 @@ struct kpp_global {
 	int64_t env_mutex_fraction;
 	uintptr_t self_lo, self_hi;	/* the shim's own text, skipped in stacks */
 	_Atomic int ready;		/* 1 once init finished: sampling allowed */
-	_Atomic int fork_pending;	/* fork in progress: no new samples */
 	_Atomic int samplers;		/* threads inside a sampling path */
 	_Atomic uint64_t writes_ok, writes_dropped, writes_failed;
 	_Atomic uint64_t table_full;
@@ -163,7 +162,10 @@ struct kpp_global {
 	_Atomic uint64_t frees_held;	/* FREEs retried after a full ring */
 	_Atomic uint64_t frees_lost;	/* ... that could not be held */
 	_Atomic int no_heap;		/* our malloc is not the program's (alloc_check.c) */
-	int loader_quiet;		/* no thread walked the objects at the fork */
+	_Atomic uint64_t maps_unsent;	/* objects whose MMAP could not be sent */
+	_Atomic uint64_t walk_skipped;	/* samples skipped in dl_iterate_phdr */
+	int pid;			/* this process (init.c: new-process checks) */
+	const volatile int *_Atomic alive; /* 1 on a MADV_WIPEONFORK page */
 	int fork_threaded;		/* fork_prepare: other threads had run */
 	int fork_no_dlopen;		/* forked child: never dlopen (stack.c) */
 	uintptr_t ldso_lo, ldso_hi;	/* the dynamic loader's text (stack.c) */
@@ -326,13 +328,10 @@ void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
 
 /* --------------------------------------------------------- mappings */
 
-/* kpp_maps_sync - emit MMAP/MUNMAP records for objects loaded/unloaded
- * since the last call (all of them on the first call or after reset). */
-void kpp_maps_sync(void) KPP_HIDDEN;
+/* kpp_maps_send - MMAP records for the objects of @pcs not sent yet
+ * (maps.c: _dl_find_object, no lock); kpp_maps_reset - send them again. */
+void kpp_maps_send(const __u64 *pcs, unsigned int n) KPP_HIDDEN;
 void kpp_maps_reset(void) KPP_HIDDEN;
-void kpp_maps_forget(void) KPP_HIDDEN;	/* reset, taking the table's lock */
-/* kpp_maps_changed - cheap test: did dlopen/dlclose happen since sync? */
-bool kpp_maps_changed(void) KPP_HIDDEN;
 /* kpp_maps_find_self - the shim's own text and the dynamic loader's. */
 void kpp_maps_find_self(void) KPP_HIDDEN;
 
@@ -363,18 +362,33 @@ void kpp_locks_reset(void) KPP_HIDDEN;
  */
 bool kpp_seccomp_inherited(void) KPP_HIDDEN;
 
-/* --------------------------------------------------------- forks vs the loader */
+/* --------------------------------------------------------- processes */
+
+/* kpp_exec_resolve - the real exec functions, at start (exec.c). */
+void kpp_exec_resolve(void) KPP_HIDDEN;
 
 /*
- * kpp_loader_quiesce - fork_prepare: hold new dl_iterate_phdr walks of
- * other threads and wait a while for those under way; false if one is
- * still inside (the child must never walk).  kpp_loader_release - after
- * the fork, in the parent and (child = true) the child.
+ * kpp_process_check - a child that no atfork handler saw (_Fork, clone)
+ * is noticed here and starts as a forked child would (init.c).  One load.
  */
-bool kpp_loader_quiesce(void) KPP_HIDDEN;
-void kpp_loader_release(bool child) KPP_HIDDEN;
+void kpp_process_slow(void) KPP_HIDDEN;
+static inline void kpp_process_check(void)
+{
+	const volatile int *a = atomic_load_explicit(&kpp.alive, memory_order_relaxed);
+
+	if (unlikely(!a || !*a))
+		kpp_process_slow();
+}
+/* kpp_foreign_process - this memory is another process's (a vfork child,
+ * a clone(CLONE_VM) child): write nothing the owner keeps.  A syscall. */
+bool kpp_foreign_process(void) KPP_HIDDEN;
+
+/* --------------------------------------------------------- the loader */
+
 /* kpp_loader_walking - this thread is inside dl_iterate_phdr. */
 bool kpp_loader_walking(void) KPP_HIDDEN;
+/* kpp_loader_fork_child - a new child: another thread was walking. */
+bool kpp_loader_fork_child(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- opt-out */
 

@@ -1,0 +1,132 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Issue 15 on the host (KPPROF_TEST_CONFIG at rate 1, records to a sink):
+# the shim's sampling paths never call into the loader, never wait, never
+# block signals, and follow processes it has no atfork handler for.
+#   - abba: a dl_iterate_phdr callback that allocates beside a dlopen/
+#     dlclose loop (review §1.2): no hang in 6 runs, and SIGTERM ends it;
+#   - ctorfork: a plugin constructor forks while another thread takes its
+#     first samples (§1.5);
+#   - stale: _Fork() and clone() children of a sampling parent fork again
+#     (§1.8): none hangs;
+#   - child: a clone() child sends COMM (FORK) and its own MMAP records
+#     before its samples, like a fork() child (§1.8);
+#   - vfork_close: a vfork child that closes every descriptor and execs
+#     does not stop the parent (§11): the parent's later samples are sent;
+#   - cancel: a thread cancelled inside a sampling path leaves nothing
+#     behind that makes a later fork hang (§1.13);
+#   - exit: no record after COMM (EXIT) while threads sample during exit();
+#   - strace: no rt_sigprocmask per sample (§3.4).
+# Every process runs under timeout(1); a hang is a failure, not a stall.
+# usage: selftests/shim/fork_safety_host_test.sh [SHIM.so...]
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/selftests/lib/tap.sh"
+. "$top/selftests/shim/test_config.sh"
+d=$top/selftests/shim
+[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
+tmp=$(mktemp -d /tmp/shim-forksafe.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+tap_plan
+shim_test_config 1 1 1 >"$tmp/cfg" || { tap_fail "config file"; tap_done; }
+
+# fs LIB ARGS...: fork_safety under the shim, sink reset, 60 s bound.
+fs() {
+	local lib=$1
+	shift
+	rm -f "$tmp/sink"
+	timeout -s KILL 60 env KPPROF_TEST_CONFIG="$tmp/cfg" KPPROF_TEST_SINK="$tmp/sink" \
+		LD_PRELOAD="$lib" "$d/fork_safety" "$@" 2>&1
+	echo "exit $?"
+}
+decode() { "$d/shim_reader" --decode "$tmp/sink"; }
+
+for lib in "$@"; do
+	lib=$(realpath "$lib")
+	b=$(basename "$lib")
+
+	bad=
+	for i in 1 2 3 4 5 6; do
+		got=$(fs "$lib" abba 4 "$d/libshim_plugin.so")
+		[ "$got" = $'abba: ok\nexit 0' ] || { bad="run $i: $got"; break; }
+	done
+	[ -z "$bad" ] && tap_ok "$b: abba: allocating dl_iterate_phdr callback beside dlopen/dlclose, 6 runs, no hang" ||
+		tap_fail "$b: abba" "$bad"
+
+	# SIGTERM in the middle of it: the process must end by that signal.
+	env KPPROF_TEST_CONFIG="$tmp/cfg" KPPROF_TEST_SINK=/dev/null LD_PRELOAD="$lib" \
+		"$d/fork_safety" abba 30 "$d/libshim_plugin.so" >/dev/null 2>&1 &
+	pid=$!
+	sleep 2
+	kill -TERM "$pid"
+	gone=0
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || { gone=1; break; }
+		sleep 0.1
+	done
+	[ "$gone" = 1 ] || kill -KILL "$pid"
+	wait "$pid"
+	rc=$?
+	[ "$gone" = 1 ] && [ "$rc" = 143 ] && tap_ok "$b: abba: SIGTERM ends it within 10 s" ||
+		tap_fail "$b: abba: SIGTERM" "gone $gone, exit status $rc"
+
+	got=$(fs "$lib" ctorfork "$d/libfork_safety_ctor.so")
+	[ "$got" = $'ctorfork: ok\nexit 0' ] &&
+		tap_ok "$b: ctorfork: a constructor forks beside a first sample" ||
+		tap_fail "$b: ctorfork" "$got"
+
+	for how in _Fork clone; do
+		got=$(fs "$lib" stale $how 6)
+		[ "$got" = "stale $how: 0 of 6 children hung"$'\nexit 0' ] &&
+			tap_ok "$b: stale: 6 $how children of a sampling parent fork again, none hangs" ||
+			tap_fail "$b: stale $how" "$got"
+	done
+
+	# The child's records follow the parent's first FREE: COMM (FORK),
+	# then MMAP before its first ALLOC.
+	for how in fork clone; do
+		got=$(fs "$lib" child $how)
+		kinds=$(decode | awk '$1 == "FREE" && !f { f = 1; next }
+			f && $1 == "COMM" { printf "COMM%s ", $5; next }
+			f && $1 == "MMAP" && !m { m = 1; printf "MMAP " }
+			f && $1 == "ALLOC" { print "ALLOC"; exit }')
+		[ "$got" = "child $how: ok"$'\nexit 0' ] && [ "$kinds" = "COMM1 MMAP ALLOC" ] &&
+			tap_ok "$b: child: a $how child sends COMM (FORK) and its mappings before its samples" ||
+			tap_fail "$b: child $how" "$got; after the parent's sample: $kinds"
+	done
+
+	got=$(fs "$lib" vfork_close 50)
+	n=$(decode | awk '$1 == "ALLOC" && $6 == 100000' | wc -l)
+	[ "$got" = $'vfork_close: ok\nexit 0' ] && [ "$n" -eq 50 ] &&
+		tap_ok "$b: vfork_close: the parent samples on after a vfork child closed every fd (50 of 50)" ||
+		tap_fail "$b: vfork_close" "$got; parent's samples after the child: $n of 50"
+
+	got=$(fs "$lib" cancel 8)
+	[ "$got" = $'cancel: 0 of 8 forks hung\nexit 0' ] &&
+		tap_ok "$b: cancel: a thread cancelled while sampling, then fork: none hangs" ||
+		tap_fail "$b: cancel" "$got"
+
+	bad=0
+	for i in $(seq 10); do
+		got=$(fs "$lib" exit)
+		last=$(decode | tail -n 1 | awk '{ print $1 $5 }')
+		[ "$got" = $'exit: ok\nexit 0' ] && [ "$last" = COMM3 ] || bad=$((bad + 1))
+	done
+	[ "$bad" = 0 ] && tap_ok "$b: exit: COMM (EXIT) is the last record, 10 runs" ||
+		tap_fail "$b: exit" "$bad of 10 runs with records after EXIT (or failed)"
+
+	# No signal-mask syscall per sample: 2000 samples (each two records).
+	if command -v strace >/dev/null; then
+		n=$(timeout 120 strace -f -qq -c -e trace=rt_sigprocmask -o "$tmp/strace" \
+			env KPPROF_TEST_CONFIG="$tmp/cfg" KPPROF_TEST_SINK=/dev/null \
+			LD_PRELOAD="$lib" "$d/fork_safety" loop 2000 >/dev/null 2>&1;
+			awk '$NF == "rt_sigprocmask" { print $4 }' "$tmp/strace")
+		[ "${n:-0}" -lt 500 ] &&
+			tap_ok "$b: strace: ${n:-0} rt_sigprocmask for 2000 samples" ||
+			tap_fail "$b: strace" "$n rt_sigprocmask for 2000 samples"
+	else
+		tap_skip "$b: strace" "no strace"
+	fi
+done
+tap_done

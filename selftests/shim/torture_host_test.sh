@@ -1,0 +1,50 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Issue 15, "Proof": torture.c under the shim in test mode at rate 1 for
+# 15 s: threads starting and exiting, fork/_Fork/clone/vfork/posix_spawn,
+# a signal handler on a sigaltstack that allocates, locks and forks, a
+# dlopen/dlclose loop, a dl_iterate_phdr callback that allocates.  No hang
+# (timeout 90 s), no child hung or dead, and the records match what it did:
+#   COMM (FORK)  = fork + handler fork + _Fork + clone children (a fork()
+#                  child at the fork, a _Fork/clone child at its exec);
+#   COMM (EXEC)  >= _Fork + clone children (a vfork child sends none);
+#   COMM (START) and COMM (EXIT) >= 1 + the exec'ed images.
+# Stacks with the default unwinder (libgcc's, lock-free through
+# _dl_find_object, on a private stack).
+# usage: selftests/shim/torture_host_test.sh [SHIM.so...]
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/selftests/lib/tap.sh"
+. "$top/selftests/shim/test_config.sh"
+d=$top/selftests/shim
+[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so"
+tmp=$(mktemp -d /tmp/shim-torture.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+tap_plan
+shim_test_config 1 1 1 >"$tmp/cfg" || { tap_fail "config file"; tap_done; }
+
+for lib in "$@"; do
+	lib=$(realpath "$lib")
+	b=$(basename "$lib")
+	rm -f "$tmp/sink"
+	out=$(timeout -s KILL 90 env KPPROF_TEST_CONFIG="$tmp/cfg" \
+		KPPROF_TEST_SINK="$tmp/sink" LD_PRELOAD="$lib" \
+		"$d/torture" 15 "$d/libshim_plugin.so" 2>&1)
+	rc=$?
+	[ $rc = 0 ] && [ "$(tail -n 1 <<<"$out")" = "torture: ok" ] &&
+		tap_ok "$b: torture 15 s: no hang, every child ended normally" ||
+		{ tap_fail "$b: torture" "exit $rc: $(tr '\n' ' ' <<<"$out")"; continue; }
+	made() { awk -v w="$1" '$0 ~ "^" w " [0-9]+ bad" { print $(NF - 2) }' <<<"$out"; }
+	fork=$(made fork) ufork=$(made _Fork) clone=$(made clone) vfork=$(made vfork)
+	spawn=$(made posix_spawn) hfork=$(made "handler fork")
+	read -r start forks execs exits < <("$d/shim_reader" --decode "$tmp/sink" |
+		awk '$1 == "COMM" { n[$5]++ } END { print n[0] + 0, n[1] + 0, n[2] + 0, n[3] + 0 }')
+	images=$((ufork + clone + vfork + spawn))
+	want_forks=$((fork + hfork + ufork + clone))
+	[ "$forks" = "$want_forks" ] && [ "$execs" -ge $((ufork + clone)) ] &&
+	[ "$start" -ge $((1 + images)) ] && [ "$exits" -ge $((1 + images)) ] &&
+		tap_ok "$b: torture: records match: FORK $forks, EXEC $execs, START $start, EXIT $exits" ||
+		tap_fail "$b: torture: records" "FORK $forks (want $want_forks), EXEC $execs (>= $((ufork + clone))), START $start, EXIT $exits (>= $((1 + images)))"
+done
+tap_done
