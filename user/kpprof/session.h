@@ -34,6 +34,8 @@ struct kpp_session {
 	 * profiles (an old drop must not warn forever).
 	 */
 	struct kpprof_stats base;
+	/* serve: told of each record once aggregated (whose uid wrote what). */
+	void (*on_record)(struct kpp_session *s, const struct kpp_rec *r);
 };
 
 /* kpp_session__open - 0, or 1 after printing why not. */
