@@ -89,7 +89,7 @@ void kpp_access__prune(struct kpp_access *a, const struct kpp_agg *agg)
 		}
 }
 
-/* live_owned_by - /proc/@pid is dumpable and all its uids are @uid. */
+/* live_owned_by - process @pid is dumpable and all its uids are @uid. */
 static bool live_owned_by(uint32_t pid, uid_t uid)
 {
 	char path[64], line[256];
@@ -98,8 +98,11 @@ static bool live_owned_by(uint32_t pid, uid_t uid)
 	struct stat st;
 	FILE *fp;
 
-	snprintf(path, sizeof(path), "/proc/%u", pid);
-	/* The kernel gives a non-dumpable process's /proc/PID to root. */
+	/*
+	 * The kernel gives a non-dumpable process's /proc/PID files to root
+	 * (task_dump_owner; not /proc/PID itself, a world-readable directory).
+	 */
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	if (stat(path, &st) || st.st_uid != uid)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%u/status", pid);

@@ -7,7 +7,7 @@
  *   - every record the process wrote carried the client's uid (the kernel
  *     stamps it; a process that changed uid, e.g. a daemon dropping root,
  *     is not the client's), and
- *   - while it lives, /proc/PID is owned by the client's uid (the kernel
+ *   - while it lives, /proc/PID/maps is owned by the client's uid (the kernel
  *     gives a non-dumpable process's /proc files to root: setuid, setgid,
  *     PR_SET_DUMPABLE 0) and its real, effective, saved and fs uids are the
  *     client's.  A process once seen failing that stays hidden after exit.

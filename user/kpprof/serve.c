@@ -934,6 +934,31 @@ static int listen_tcp(struct server *srv, const char *arg, struct listener *l, c
 	return 0;
 }
 
+/*
+ * probe_sock_diag - can we learn who owns a loopback client's socket?  The
+ * kernel answers "no such socket" also when it has no TCP diag support
+ * (tcp_diag not loaded and not loadable), which would refuse every client:
+ * ask about our own listener first.  0, or 1 after saying why not.
+ */
+static int probe_sock_diag(int lfd)
+{
+	struct sockaddr_in me, none = { .sin_family = AF_INET };
+	socklen_t len = sizeof(me);
+	uid_t uid;
+	int err;
+
+	if (getsockname(lfd, (struct sockaddr *)&me, &len))
+		return 0;
+	err = kpp_peer__tcp_owner(&me, &none, &uid);
+	if (!err)
+		return 0;
+	fprintf(stderr,
+		"kpprof serve: cannot tell loopback clients' users apart: NETLINK_SOCK_DIAG: %s\n"
+		"  (load the tcp_diag module: modprobe tcp_diag; or listen on unix:PATH only)\n",
+		strerror(-err));
+	return 1;
+}
+
 int serve_main(int argc, char *argv[])
 {
 	static const struct option opts[] = {
@@ -1018,6 +1043,9 @@ int serve_main(int argc, char *argv[])
 	if (!srv.access || kpp_session__open(s, NULL))
 		goto out_listen;
 	s->on_record = on_record;
+	for (size_t i = 0; i < nl; i++)
+		if (!ls[i].unix_socket && probe_sock_diag(ls[i].fd))
+			goto out;
 	if (kpp_rates__set(s->fd, "serve", &r, &old_cfg))
 		goto out;
 	signal(SIGINT, on_signal);
