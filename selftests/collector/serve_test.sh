@@ -56,6 +56,12 @@ grep -q '^HTTP/1.0 400' <<<"$h" && grep -qi '^X-Go-Pprof: 1' <<<"$h" &&
 t=$(curl -s -o "$out/d.pb.gz" -w '%{http_code}' "${url}heap?seconds=1")
 [ "$t" = 200 ] && go tool pprof -symbolize=none -raw "$out/d.pb.gz" >/dev/null 2>&1 &&
 	tap_ok "seconds=1 delta profile" || tap_fail "seconds=1 delta: HTTP $t"
+# As Go's serveDeltaProfile: the measured window (a heap delta settles at
+# both ends, so more than the nominal second), not the nominal one.
+# pprof -raw prints it as %.4v: "1s" exactly, or "1.01" (seconds, cut).
+d=$(go tool pprof -symbolize=none -raw "$out/d.pb.gz" 2>&1 | sed -nE 's/^Duration: (.*)$/\1/p')
+[ -n "$d" ] && [ "$d" != 1s ] && awk -v d="$d" 'BEGIN { exit !(d + 0 >= 1) }' &&
+	tap_ok "delta duration is the measured window ($d s)" || tap_fail "delta duration '${d:-}' (the nominal 1s?)"
 # --- net/http/pprof's behaviour (finding 10) ---
 hostport=${url#http://}; hostport=${hostport%%/*}
 port=${hostport##*:}
@@ -111,11 +117,11 @@ fi
 wait $slow
 # Bounded: deltas have their own slots, at most 4 of them one client's;
 # the rest are answered 503 with a message, or closed at once beyond the
-# 12 connections a client may have open (10 s windows, so all 24 are in
+# 12 connections a client may have open (20 s windows, so all 24 are in
 # flight together even on a slow machine).
 cpids=()
 for i in $(seq 24); do
-	curl -s -o "$out/b$i.txt" -w '%{http_code}\n' "${url}mutex?seconds=10" >"$out/code$i" &
+	curl -s -o "$out/b$i.txt" -w '%{http_code}\n' "${url}mutex?seconds=20" >"$out/code$i" &
 	cpids+=($!)
 done
 wait "${cpids[@]}"

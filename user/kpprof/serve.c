@@ -182,15 +182,23 @@ static bool pid_is(void *ctx, uint32_t pid)
 	return pid == *(uint32_t *)ctx;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
 /*
  * wait_window - sleep @seconds (the main thread drains the ring); false if
  * stopped or if the client hung up (its slot is freed at once, counted).
  */
 static bool wait_window(struct server *srv, int fd, uint64_t seconds)
 {
-	struct timespec t0, now;
+	/* From now to the millisecond: whole-second fields would cut it short. */
+	int64_t end = now_ms() + (int64_t)seconds * 1000;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		struct pollfd p = { .fd = fd, .events = POLLRDHUP };
 
@@ -198,17 +206,8 @@ static bool wait_window(struct server *srv, int fd, uint64_t seconds)
 			atomic_fetch_add(&srv->n.abandoned, 1);
 			return false;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while (!stop && (uint64_t)(now.tv_sec - t0.tv_sec) < seconds);
+	} while (!stop && now_ms() < end);
 	return !stop;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -367,7 +366,11 @@ static void build_profile(struct server *srv, const struct profile_req *q, struc
 		     : kpp_view__take(&v, s->agg, q->type, kpp_pidset__has, (void *)set);
 	if (!err && old) {
 		err = kpp_view__subtract(&v, old);
-		o.duration_ns = q->seconds * 1000000000LL;
+		/*
+		 * As Go's serveDeltaProfile: the measured window (settles
+		 * included), starting when the first snapshot was taken.
+		 */
+		o.duration_ns = v.time_ns - old->time_ns;
 		if (err)
 			kpp_view__release(&v);
 	}
