@@ -6,12 +6,16 @@
  *     another rate in the window is new, not the old one's continuation;
  *   - every sample carries a comm label, "?" for a process whose comm was
  *     never told (README: pid and comm on every sample).
+ *   - a client that may see no process gets an empty view (an empty pid
+ *     set is a filter like any other: under UBSan, -asan, bsearch on its
+ *     NULL array aborted the server).
  * The profile is read back with protobuf-c, not through go.
  */
 #include <kselftest_harness.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "access.h"
 #include "profile.pb-c.h"
 #include "profile_write.h"
 #include "symbolize.h"
@@ -131,6 +135,38 @@ TEST_F(sr, comm_label_of_unnamed_process)
 	EXPECT_EQ(1, pids);
 	EXPECT_EQ(1, named);
 	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* A client of uid 4102, which wrote no record: an empty set, nothing passes. */
+TEST_F(sr, empty_pid_set)
+{
+	static const uint64_t st[1] = { 0x401000 };
+	struct kpp_peer peer = { .kind = KPP_PEER_UNIX, .known = true, .uid = 4102 };
+	struct kpp_access *acc = kpp_access__new();
+	struct kpp_pidset set;
+	struct kpp_view v;
+
+	ASSERT_NE(NULL, acc);
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_comm(&self->b, 777777, 1, KPPROF_COMM_START, "rootd", 1)));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_cont(&self->b, KPPROF_REC_MUTEX, 777777, 1, 1000, 5, st, 1)));
+	ASSERT_NE(NULL, kpp_agg__proc(self->a, 777777));
+	/* The record's uid (0 here, as the kernel would stamp root's). */
+	kpp_access__note(acc, 777777, kpp_agg__proc(self->a, 777777)->serial, 0);
+	ASSERT_EQ(0, kpp_pidset__take(&set, acc, &peer, self->a));
+	EXPECT_EQ(0, set.n);
+	EXPECT_FALSE(kpp_pidset__has(&set, 777777));
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_MUTEX, kpp_pidset__has, &set));
+	EXPECT_EQ(0, v.n);
+	kpp_view__release(&v);
+	kpp_pidset__release(&set);
+	/* Root sees it. */
+	peer.all = true;
+	ASSERT_EQ(0, kpp_pidset__take(&set, acc, &peer, self->a));
+	EXPECT_TRUE(kpp_pidset__has(&set, 777777));
+	kpp_pidset__release(&set);
+	kpp_access__free(acc);
 }
 
 TEST_HARNESS_MAIN

@@ -188,7 +188,8 @@ int kpp_pidset__take(struct kpp_pidset *set, struct kpp_access *a, const struct 
 		kpp_pidset__release(set);
 		return t.err;
 	}
-	qsort(set->pids, set->n, sizeof(*set->pids), cmp_u32);
+	if (set->n)	/* qsort's base must not be NULL either */
+		qsort(set->pids, set->n, sizeof(*set->pids), cmp_u32);
 	return 0;
 }
 
@@ -196,7 +197,10 @@ bool kpp_pidset__has(void *s, uint32_t pid)
 {
 	const struct kpp_pidset *set = s;
 
-	return set->all || bsearch(&pid, set->pids, set->n, sizeof(pid), cmp_u32);
+	if (set->all)
+		return true;
+	/* bsearch's base must not be NULL, even for no elements. */
+	return set->n && bsearch(&pid, set->pids, set->n, sizeof(pid), cmp_u32);
 }
 
 void kpp_pidset__release(struct kpp_pidset *set)
