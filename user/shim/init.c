@@ -89,16 +89,6 @@ bool kpp_sample_begin(struct kpp_thread *t)
 		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
 		return false;
 	}
-	/*
-	 * libunwind holds a lock of its own across dl_iterate_phdr: a sample
-	 * in the program's own dl_iterate_phdr callback (this thread holds
-	 * the loader's write lock) would wait for it while its holder waits
-	 * for the write lock.  Skipped and counted while libunwind unwinds.
-	 */
-	if (unlikely(kpp.unwind_libunwind && kpp_loader_walking())) {
-		atomic_fetch_add_explicit(&kpp.walk_skipped, 1, memory_order_relaxed);
-		return false;
-	}
 	t->guard = 1;
 	t->saved_errno = errno;
 	kpp_process_check();
@@ -150,13 +140,6 @@ static void new_process(bool threaded)
 	struct kpp_thread *t = &kpp_thread;
 	const volatile int *a = atomic_load(&kpp.alive);
 
-	/* Copied at the fork: threads of the parent in a sampling path. */
-	bool sampling = atomic_load(&kpp.samplers) > 0;
-	bool walking = kpp_loader_fork_child();
-	/* A dlopen/dlclose mid-way (it takes that lock inside the loader). */
-	bool loading = kpp.r_debug &&
-		       ((const volatile struct r_debug *)kpp.r_debug)->r_state != RT_CONSISTENT;
-
 	kpp.pid = getpid();
 	/* This thread's own interrupted path (a fork from a handler) resumes
 	 * here and keeps its guard; the other threads are not here. */
@@ -167,21 +150,11 @@ static void new_process(bool threaded)
 	atomic_store(&kpp.writes_failed, 0);
 	atomic_store(&kpp.unsent, 0);
 	atomic_store(&kpp.maps_unsent, 0);
-	atomic_store(&kpp.walk_skipped, 0);
 	kpp_set_reset();
 	kpp_held_reset();
 	kpp_maps_reset();
 	kpp_locks_reset();
 	kpp_unwind_fork_child(threaded);
-	/*
-	 * libunwind's own lock, or the loader's dl_iterate_phdr lock it
-	 * takes, may have been held by another thread of the parent at the
-	 * fork (a thread in a sampling path, walking (loader.c) or in a
-	 * dlopen/dlclose); neither is reset in the child, so this child takes
-	 * fp stacks then.  Goes with libunwind.
-	 */
-	if (sampling || walking || loading)
-		kpp.unwind_libunwind = 0;
 	t->rng_seeded = 0;
 	if (a && a != &alive_fallback)
 		*(volatile int *)a = 1;
@@ -436,11 +409,10 @@ static void kpp_fini(void)
 	for (int i = 0; i < 10000 && atomic_load(&kpp.samplers) > (t->guard ? 1 : 0); i++)
 		sched_yield();
 	kpp_emit_comm(KPPROF_COMM_EXIT);
-	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu, not sent (stopped) %llu, in sampling paths %d, frees held %llu, lost %llu, objects unsent %llu, skipped in dl_iterate_phdr %llu",
+	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu, not sent (stopped) %llu, in sampling paths %d, frees held %llu, lost %llu, objects unsent %llu",
 		  (unsigned long long)kpp.writes_ok, (unsigned long long)kpp.writes_dropped,
 		  (unsigned long long)kpp.writes_failed, (unsigned long long)kpp.table_full,
 		  (unsigned long long)kpp.unsent, atomic_load(&kpp.samplers),
 		  (unsigned long long)kpp.frees_held, (unsigned long long)kpp.frees_lost,
-		  (unsigned long long)kpp.maps_unsent,
-		  (unsigned long long)kpp.walk_skipped);
+		  (unsigned long long)kpp.maps_unsent);
 }

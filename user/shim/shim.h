@@ -163,7 +163,6 @@ struct kpp_global {
 	_Atomic uint64_t frees_lost;	/* ... that could not be held */
 	_Atomic int no_heap;		/* our malloc is not the program's (alloc_check.c) */
 	_Atomic uint64_t maps_unsent;	/* objects whose MMAP could not be sent */
-	_Atomic uint64_t walk_skipped;	/* samples skipped in dl_iterate_phdr */
 	int pid;			/* this process (init.c: new-process checks) */
 	const volatile int *_Atomic alive; /* 1 on a MADV_WIPEONFORK page */
 	int fork_threaded;		/* fork_prepare: other threads had run */
@@ -382,13 +381,6 @@ static inline void kpp_process_check(void)
 /* kpp_foreign_process - this memory is another process's (a vfork child,
  * a clone(CLONE_VM) child): write nothing the owner keeps.  A syscall. */
 bool kpp_foreign_process(void) KPP_HIDDEN;
-
-/* --------------------------------------------------------- the loader */
-
-/* kpp_loader_walking - this thread is inside dl_iterate_phdr. */
-bool kpp_loader_walking(void) KPP_HIDDEN;
-/* kpp_loader_fork_child - a new child: another thread was walking. */
-bool kpp_loader_fork_child(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- opt-out */
 
