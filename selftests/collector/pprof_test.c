@@ -168,8 +168,9 @@ TEST_F(pp, seeds_heap_profile)
 }
 
 /*
- * As Go writes locations: the leaf's address as recorded, every other
- * frame's return address minus one (finding 3); has_functions and friends
+ * As Go writes locations: every frame's return address minus one, the
+ * leaf's too (finding 3; review M6: the leaf is the return address of the
+ * call to malloc, and Go's Frame.PC is pc - 1 for it as for the others); has_functions and friends
  * only on mappings where every location was symbolized (finding 2), so a
  * mapping kpprof could not read is left to pprof; drop_frames set
  * (finding 8); each location's line[] has file:line (finding 4).
@@ -196,7 +197,7 @@ TEST_F(pp, locations_as_go_writes)
 
 	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -raw %s 2>&1", go_env(), self->path);
 	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
-	snprintf(want, sizeof(want), "0x%llx M=", (unsigned long long)in1);
+	snprintf(want, sizeof(want), "0x%llx M=", (unsigned long long)in1 - 1);
 	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("leaf %s in %s", want, out);
 	snprintf(want, sizeof(want), "0x%llx M=", (unsigned long long)loop - 1);
 	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("caller %s in %s", want, out);
@@ -288,6 +289,40 @@ TEST_F(pp, legacy_text_read_by_pprof)
 	EXPECT_NE(NULL, strstr(out, "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes"))
 		TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "10      40960")) TH_LOG("%s", out);
+}
+
+/*
+ * Review L1: a producer's path (its MMAP record) with a newline must not
+ * forge a sample line in the debug=1 text.
+ */
+TEST_F(pp, legacy_text_escapes_producer_strings)
+{
+	uint64_t st[1] = { 0x7e0000000104ULL };
+	uint8_t no_id[1] = { 0 };
+	struct kpp_view v;
+	char cmd[1024], out[8192], path[300];
+	FILE *f;
+
+	ASSERT_EQ(0, kpp_agg__add_map(self->a, getpid(), 0x7e0000000000ULL, 0x7e0000100000ULL, 0,
+				      no_id, 0, "/x\n999999: 99999999999 [999999: 99999999999] @ 0xdead\n#\x1b[2J",
+				      true));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_alloc(&self->b, getpid(), 1, 0x100, 16, 1, st, 1)));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b, test_cycle(&self->b, 2)));
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_HEAP, NULL, NULL));
+	snprintf(path, sizeof(path), "%s/heap.txt", dir);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, kpp_profile__write_legacy(f, &v, self->a, self->sym));
+	fclose(f);
+	kpp_view__release(&v);
+	snprintf(cmd, sizeof(cmd), "grep -c '^999999:' %s; grep -c $(printf '\\033') %s; cat %s", path, path, path);
+	run(cmd, out, sizeof(out));
+	EXPECT_EQ(0, strncmp(out, "0\n0\n", 4)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "/x\\x0a999999")) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -raw %s 2>&1", go_env(), path);
+	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "999999")) TH_LOG("%s", out);
 }
 
 /* Total of `go tool pprof -top` ("... of 1.23MB total"), in bytes. */

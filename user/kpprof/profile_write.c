@@ -18,8 +18,10 @@
  * process or many, so they do not come and go between scrapes.
  *
  * As Go writes them: Location.address is the return address minus one for
- * every frame but the leaf (re-symbolizers then look up the call, not the
- * instruction after it); Location.line[] is the inline chain, innermost
+ * every frame, the leaf included (the shim records the return address of
+ * the call to malloc; Go's runtime.CallersFrames gives Frame.PC = pc - 1
+ * for every return PC, and that is what runtime/pprof writes), so
+ * re-symbolizers look up the call, not the instruction after it; Location.line[] is the inline chain, innermost
  * first, with Function.filename the source file and start_line set; a
  * mapping's has_functions/has_filenames/has_line_numbers/has_inline_frames
  * are set only when every location in it got them, so pprof symbolizes
@@ -155,12 +157,11 @@ static uint64_t mapping_id(struct writer *w, const struct kpp_proc *p, const str
 	return e->id;
 }
 
-/* The location of frame @pc (@leaf: the innermost frame of the stack). */
-static uint64_t location_id(struct writer *w, uint32_t pid, uint64_t pc, bool leaf)
+/* The location of frame @pc, a return address like every frame. */
+static uint64_t location_id(struct writer *w, uint32_t pid, uint64_t pc)
 {
-	uint64_t addr = leaf || !pc ? pc : pc - 1;
-	/* A leaf at X and a caller at X + 1 write one address but look up two. */
-	uint64_t key = addr ^ (leaf ? 1ULL << 63 : 0);
+	uint64_t addr = pc ? pc - 1 : 0;
+	uint64_t key = addr;
 	struct id_ent *e = id_slot(&w->locs, pid, key);
 	struct pprof_line lines[KPP_INLINE_MAX];
 	const struct kpp_proc *p;
@@ -297,7 +298,7 @@ static int build(struct writer *w, const struct kpp_view *v, const struct kpp_wr
 		lab[nl++] = (struct pprof_label){ .key = "pid", .num = s->pid };
 		lab[nl++] = (struct pprof_label){ .key = "comm", .str = comm };
 		for (unsigned int k = 0; k < n; k++) {
-			locs[k] = location_id(w, s->pid, pcs[k], k == 0);
+			locs[k] = location_id(w, s->pid, pcs[k]);
 			if (!locs[k])
 				err = -ENOMEM;
 		}
@@ -363,6 +364,23 @@ int kpp_profile__write_file(const char *path, const struct kpp_view *v,
 
 /* ------------------------------------------------------------ legacy text */
 
+/*
+ * Paths and symbol names come from producers (their MMAP records, their
+ * ELF files): a newline in one would start a forged sample line.  Control
+ * bytes are written as \xNN, which Go's names never contain.
+ */
+static void put_escaped(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\x%02x", c);
+		else
+			fputc(c, f);
+	}
+}
+
 static void legacy_frames(FILE *f, struct writer *w, uint32_t pid, const uint64_t *pcs,
 			  unsigned int n)
 {
@@ -372,10 +390,14 @@ static void legacy_frames(FILE *f, struct writer *w, uint32_t pid, const uint64_
 		const struct kpp_map *m = kpp_proc__map_for(p, pcs[k]);
 		struct kpp_sym s;
 
+		fprintf(f, "#\t%#llx\t", (unsigned long long)pcs[k]);
 		if (m && kpp_symbolizer__lookup_pid(w->sym, pid, m, pcs[k], &s) == 0)
-			fprintf(f, "#\t%#llx\t%s\t%s\n", (unsigned long long)pcs[k], s.name, m->path);
+			put_escaped(f, s.name);
 		else
-			fprintf(f, "#\t%#llx\t?\t%s\n", (unsigned long long)pcs[k], m ? m->path : "?");
+			fputc('?', f);
+		fputc('\t', f);
+		put_escaped(f, m ? m->path : "?");
+		fputc('\n', f);
 	}
 }
 
