@@ -700,4 +700,29 @@ TEST_F(sym, prefetch_flood_keeps_few_fds)
 	EXPECT_GE(before + 257, after);
 }
 
+/*
+ * Review H3: the mapping entries of one uid are capped, and what is
+ * refused is counted (the profile comment shows kpp_symbolizer__stats).
+ */
+TEST_F(sym, mapping_cap_counted)
+{
+	struct kpp_map m = { .path = (char *)"/nonexistent/x.so" };
+	struct kpp_sym_stats st;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < KPP_SYM_MAX_MAPPINGS_UID + 1000; i++) {
+		m.start = 0x100000000ULL + (uint64_t)i * 0x1000;
+		m.end = m.start + 0x1000;
+		kpp_symbolizer__prefetch(self->s, 0, &m);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	kpp_symbolizer__stats(self->s, &st);
+	TH_LOG("%d prefetches in %.2f s: %llu entries, %llu refused", KPP_SYM_MAX_MAPPINGS_UID + 1000,
+	       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
+	       (unsigned long long)st.mappings, (unsigned long long)st.mappings_refused);
+	EXPECT_EQ(KPP_SYM_MAX_MAPPINGS_UID, st.mappings);
+	EXPECT_EQ(1000u, st.mappings_refused);
+}
+
 TEST_HARNESS_MAIN

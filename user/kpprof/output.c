@@ -61,7 +61,9 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 {
 	const struct kpp_agg_stats *a = kpp_agg__stats(s->agg);
 	struct kpprof_stats st = { 0 };
+	struct kpp_sym_stats y = { 0 };
 	uint64_t d[KPPROF_DROP_REASONS];
+	size_t used;
 
 	kpprof_dev__stats(s->fd, &st);
 	/* Only what was dropped while this session listened. */
@@ -77,10 +79,23 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 		 (unsigned long long)a->bad_records, (unsigned long long)a->over_buckets,
 		 (unsigned long long)a->over_stacks, (unsigned long long)a->over_live,
 		 (unsigned long long)a->unknown_frees, (unsigned long long)a->procs_dropped);
+	/* What the symbolizer refused a producer (symbolize.h has the caps). */
+	if (s->sym)
+		kpp_symbolizer__stats(s->sym, &y);
+	used = strlen(buf);
+	snprintf(buf + used, len - used,
+		 ", symbolizer refused: objects %llu mappings %llu (forgotten %llu) "
+		 "path claims %llu build-id mismatches %llu debuglinks %llu (too big %llu) "
+		 "symbol tables %llu, prefetched fds closed %llu",
+		 (unsigned long long)y.objects_refused, (unsigned long long)y.mappings_refused,
+		 (unsigned long long)y.mappings_forgotten, (unsigned long long)y.claims_refused,
+		 (unsigned long long)y.build_id_mismatch, (unsigned long long)y.debuglink_refused,
+		 (unsigned long long)y.debuglink_too_big, (unsigned long long)y.symtabs_refused,
+		 (unsigned long long)y.fds_closed);
 	/* Unknown frees are normal (allocations sampled before we attached). */
 	return d[KPPROF_DROP_RING_FULL] || d[KPPROF_DROP_SHARE] ||
 	       a->bad_records || a->over_buckets ||
-	       a->over_stacks || a->over_live;
+	       a->over_stacks || a->over_live || y.objects_refused || y.mappings_refused;
 }
 
 void kpp_output__comment(const struct kpp_session *s, char *buf, size_t len)
