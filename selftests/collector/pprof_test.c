@@ -7,9 +7,11 @@
  * back by `go tool pprof` (an independent reader) and by `kpprof top`.
  */
 #include <errno.h>
+#include <sys/stat.h>
 #include <kselftest_harness.h>
 #include <unistd.h>
 
+#include "output.h"
 #include "profile_write.h"
 #include "test_rec.h"
 
@@ -323,6 +325,60 @@ TEST_F(pp, legacy_text_escapes_producer_strings)
 	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -raw %s 2>&1", go_env(), path);
 	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_EQ(NULL, strstr(out, "999999")) TH_LOG("%s", out);
+}
+
+/*
+ * Review M3: the temporary was DIR/NAME.tmp.PID opened with fopen("w"):
+ * a symlink planted there (PID is public) made root write through it.
+ */
+TEST_F(pp, write_file_never_through_a_planted_symlink)
+{
+	char target[300], link[400], out[8192], cmd[1024];
+	struct kpp_view v;
+
+	snprintf(target, sizeof(target), "%s/precious", dir);
+	snprintf(cmd, sizeof(cmd), "echo precious >%s", target);
+	ASSERT_EQ(0, system(cmd));
+	snprintf(link, sizeof(link), "%s.tmp.%d", self->path, (int)getpid());
+	ASSERT_EQ(0, symlink(target, link));
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_HEAP, NULL, NULL));
+	EXPECT_EQ(0, kpp_profile__write_file(self->path, &v, self->a, self->sym, NULL));
+	kpp_view__release(&v);
+	snprintf(cmd, sizeof(cmd), "cat %s", target);
+	run(cmd, out, sizeof(out));
+	EXPECT_STREQ("precious\n", out);
+	snprintf(cmd, sizeof(cmd), "gzip -t %s && echo gz", self->path);
+	run(cmd, out, sizeof(out));
+	EXPECT_STREQ("gz\n", out);
+}
+
+/*
+ * Review M3: an output directory another user can write (or owns) is
+ * refused: they could plant names or swap it.  A sticky one (/tmp) is not.
+ */
+TEST_F(pp, output_dir_others_can_write_refused)
+{
+	char d[400], cmd[1024];
+
+	if (geteuid())
+		SKIP(return, "needs root (a directory owned by nobody)");
+	snprintf(d, sizeof(d), "%s/open", dir);
+	ASSERT_EQ(0, mkdir(d, 0755));
+	ASSERT_EQ(0, chmod(d, 0777));
+	EXPECT_EQ(1, kpp_output__mkdir("test", d)) TH_LOG("0777 %s accepted", d);
+	snprintf(cmd, sizeof(cmd), "%s/open/sub", dir);
+	EXPECT_EQ(1, kpp_output__mkdir("test", cmd)) TH_LOG("below a 0777 dir accepted");
+	snprintf(d, sizeof(d), "%s/theirs", dir);
+	ASSERT_EQ(0, mkdir(d, 0755));
+	ASSERT_EQ(0, chown(d, 65534, 65534));
+	EXPECT_EQ(1, kpp_output__mkdir("test", d)) TH_LOG("nobody's %s accepted", d);
+	snprintf(d, sizeof(d), "%s/link", dir);
+	snprintf(cmd, sizeof(cmd), "%s/theirs", dir);
+	ASSERT_EQ(0, symlink(cmd, d));
+	EXPECT_EQ(1, kpp_output__mkdir("test", d));
+	snprintf(d, sizeof(d), "%s/mine", dir);
+	EXPECT_EQ(0, kpp_output__mkdir("test", d));
+	EXPECT_EQ(0, kpp_output__mkdir("test", "/tmp"));
 }
 
 /* Total of `go tool pprof -top` ("... of 1.23MB total"), in bytes. */

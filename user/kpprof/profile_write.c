@@ -30,9 +30,12 @@
  * Rust profile names the caller, as Go hides its runtime's.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "pprof_builder.h"
@@ -331,34 +334,76 @@ int kpp_profile__encode_gz(const struct kpp_view *v, const struct kpp_agg *a,
 	return err;
 }
 
+int kpp_profile__write_fileat(int dirfd, const char *name, const struct kpp_view *v,
+			      const struct kpp_agg *a, struct kpp_symbolizer *sym,
+			      const struct kpp_write_opts *o)
+{
+	char tmp[NAME_MAX + 1];
+	uint8_t *buf;
+	size_t len, off = 0;
+	int fd = -1, err = kpp_profile__encode_gz(v, a, sym, o, &buf, &len);
+
+	if (err)
+		return err;
+	/*
+	 * A fresh name no one can have planted (O_EXCL: never an existing
+	 * file, O_NOFOLLOW: never through a symlink), then rename over @name,
+	 * which replaces a directory entry and writes through nothing.
+	 */
+	for (int tries = 0; fd < 0 && tries < 16; tries++) {
+		uint64_t r = 0;
+
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r ^= (uint64_t)getpid() << 32 ^ (uint64_t)tries ^ (uintptr_t)&r;
+		snprintf(tmp, sizeof(tmp), ".%.200s.%016llx.tmp", name, (unsigned long long)r);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST) {
+			err = -errno;
+			break;
+		}
+	}
+	if (fd < 0) {
+		free(buf);
+		return err ? err : -EEXIST;
+	}
+	while (off < len) {
+		ssize_t n = write(fd, buf + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : -EIO;
+			break;
+		}
+		off += n;
+	}
+	if (close(fd) && !err)
+		err = -errno;
+	free(buf);
+	if (!err && renameat(dirfd, tmp, dirfd, name))
+		err = -errno;
+	if (err)
+		unlinkat(dirfd, tmp, 0);
+	return err;
+}
+
 int kpp_profile__write_file(const char *path, const struct kpp_view *v,
 			    const struct kpp_agg *a, struct kpp_symbolizer *sym,
 			    const struct kpp_write_opts *o)
 {
-	char tmp[4096];
-	uint8_t *buf;
-	size_t len;
-	FILE *f;
-	int err = kpp_profile__encode_gz(v, a, sym, o, &buf, &len);
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	int dfd, err;
 
-	if (err)
-		return err;
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	f = fopen(tmp, "we");
-	if (!f) {
-		err = -errno;
-		free(buf);
-		return err;
-	}
-	if (fwrite(buf, 1, len, f) != len)
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	free(buf);
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path) ? (int)(slash - path) : 1, path);
+	else
+		strcpy(dir, ".");
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	err = kpp_profile__write_fileat(dfd, slash ? slash + 1 : path, v, a, sym, o);
+	close(dfd);
 	return err;
 }
 

@@ -24,7 +24,15 @@ struct kpp_write_opts {
 int kpp_profile__encode_gz(const struct kpp_view *v, const struct kpp_agg *a,
 			   struct kpp_symbolizer *sym, const struct kpp_write_opts *o,
 			   uint8_t **out, size_t *len);
-/* kpp_profile__write_file - the same into @path, atomically (tmp + rename). */
+/*
+ * kpp_profile__write_fileat - the same into @name under directory @dirfd,
+ * atomically: a new temporary (O_CREAT|O_EXCL|O_NOFOLLOW, random name)
+ * renamed over @name.
+ */
+int kpp_profile__write_fileat(int dirfd, const char *name, const struct kpp_view *v,
+			      const struct kpp_agg *a, struct kpp_symbolizer *sym,
+			      const struct kpp_write_opts *o);
+/* kpp_profile__write_file - the same into @path (its directory as it resolves now). */
 int kpp_profile__write_file(const char *path, const struct kpp_view *v,
 			    const struct kpp_agg *a, struct kpp_symbolizer *sym,
 			    const struct kpp_write_opts *o);
