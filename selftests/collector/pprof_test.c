@@ -11,6 +11,7 @@
 #include <kselftest_harness.h>
 #include <unistd.h>
 
+#include "notes.h"
 #include "output.h"
 #include "profile_write.h"
 #include "test_rec.h"
@@ -379,6 +380,30 @@ TEST_F(pp, output_dir_others_can_write_refused)
 	snprintf(d, sizeof(d), "%s/mine", dir);
 	EXPECT_EQ(0, kpp_output__mkdir("test", d));
 	EXPECT_EQ(0, kpp_output__mkdir("test", "/tmp"));
+}
+
+/*
+ * Review L7: a producer's comm is printed escaped (no terminal escapes, no
+ * forged lines), and a producer looping on NOTE records is said once.
+ */
+TEST(notes_escaped_and_rate_limited)
+{
+	struct kpp_rec r = { .kind = KPPROF_REC_NOTE, .tgid = 4242 };
+	char *text = NULL;
+	size_t len = 0, lines = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	ASSERT_NE(NULL, f);
+	r.note.what = KPPROF_NOTE_NO_HEAP;
+	for (int i = 0; i < 1000; i++)
+		kpp_note__say(f, &r, "\x1b]0;owned\x07\nkpprof: forged");
+	fclose(f);
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	EXPECT_EQ(1u, lines) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strchr(text, '\x1b')) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "\\x1b]0;owned\\x07\\x0akpprof: forged")) TH_LOG("%s", text);
+	free(text);
 }
 
 /* Total of `go tool pprof -top` ("... of 1.23MB total"), in bytes. */
