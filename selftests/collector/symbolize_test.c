@@ -725,4 +725,32 @@ TEST_F(sym, mapping_cap_counted)
 	EXPECT_EQ(1000u, st.mappings_refused);
 }
 
+/*
+ * Review H3: MMAP records grew a process's mappings without bound (and the
+ * dedupe scanned them all: quadratic).  Now at most 4096 are kept, the rest
+ * counted in maps_refused (reported in the profile comment).
+ */
+TEST_F(sym, mappings_per_process_capped)
+{
+	struct kpp_agg *a = kpp_agg__new(NULL);
+	const struct kpp_proc *p;
+	struct timespec t0, t1;
+	uint8_t no_id[1] = { 0 };
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 20000; i++)
+		ASSERT_EQ(0, kpp_agg__add_map(a, 77, 0x10000000ULL + (uint64_t)i * 0x1000,
+					      0x10001000ULL + (uint64_t)i * 0x1000, 0, no_id, 0,
+					      "/x.so", false));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	p = kpp_agg__proc(a, 77);
+	ASSERT_NE(NULL, p);
+	TH_LOG("20000 MMAP records in %.2f s: %zu kept, %u refused",
+	       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, p->nr_maps,
+	       (unsigned int)p->maps_refused);
+	EXPECT_EQ(4096u, p->nr_maps);
+	EXPECT_EQ(20000u - 4096u, p->maps_refused);
+	kpp_agg__free(a);
+}
+
 TEST_HARNESS_MAIN

@@ -83,6 +83,12 @@ int kpp_output__mkdir(const char *verb, const char *dir)
 	return 0;
 }
 
+static int sum_maps_refused(void *ctx, struct kpp_proc *p)
+{
+	*(uint64_t *)ctx += p->maps_refused;
+	return 0;
+}
+
 /* One sentence per process whose shim stopped under a seccomp filter. */
 struct quiet_ctx {
 	char *buf;
@@ -121,7 +127,7 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 	const struct kpp_agg_stats *a = kpp_agg__stats(s->agg);
 	struct kpprof_stats st = { 0 };
 	struct kpp_sym_stats y = { 0 };
-	uint64_t d[KPPROF_DROP_REASONS];
+	uint64_t d[KPPROF_DROP_REASONS], maps_refused = 0;
 	size_t used;
 
 	kpprof_dev__stats(s->fd, &st);
@@ -141,11 +147,14 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 	/* What the symbolizer refused a producer (symbolize.h has the caps). */
 	if (s->sym)
 		kpp_symbolizer__stats(s->sym, &y);
+	kpp_agg__for_each_proc(s->agg, sum_maps_refused, &maps_refused);
 	used = strlen(buf);
 	snprintf(buf + used, len - used,
+		 ", mappings over the per-process cap %llu"
 		 ", symbolizer refused: objects %llu mappings %llu (forgotten %llu) "
 		 "path claims %llu build-id mismatches %llu debuglinks %llu (too big %llu) "
 		 "symbol tables %llu, prefetched fds closed %llu",
+		 (unsigned long long)maps_refused,
 		 (unsigned long long)y.objects_refused, (unsigned long long)y.mappings_refused,
 		 (unsigned long long)y.mappings_forgotten, (unsigned long long)y.claims_refused,
 		 (unsigned long long)y.build_id_mismatch, (unsigned long long)y.debuglink_refused,
@@ -154,7 +163,8 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 	/* Unknown frees are normal (allocations sampled before we attached). */
 	return d[KPPROF_DROP_RING_FULL] || d[KPPROF_DROP_SHARE] ||
 	       a->bad_records || a->over_buckets ||
-	       a->over_stacks || a->over_live || y.objects_refused || y.mappings_refused;
+	       a->over_stacks || a->over_live || y.objects_refused || y.mappings_refused ||
+	       maps_refused;
 }
 
 void kpp_output__comment(const struct kpp_session *s, char *buf, size_t len)
