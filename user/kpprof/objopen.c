@@ -239,45 +239,35 @@ out:
 	return fd;
 }
 
-int kpp_open_mapped_real(uint32_t pid, const struct kpp_map *m, char *real, size_t len,
-			 bool *claimed)
+int kpp_open_map_files(uint32_t pid, const struct kpp_map *m, char *real, size_t len)
 {
 	char link[80];
 	int fd;
 
 	if (real && len)
 		real[0] = '\0';
-	if (claimed)
-		*claimed = false;
-	if (pid) {
-		snprintf(link, sizeof(link), "/proc/%u/map_files/%llx-%llx", pid,
-			 (unsigned long long)m->start, (unsigned long long)m->end);
-		fd = open_regular(link);
-		if (fd >= 0) {
-			ssize_t n = real && len ? readlink(link, real, len - 1) : -1;
+	snprintf(link, sizeof(link), "/proc/%u/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open_regular(link);
+	if (fd >= 0 && real && len) {
+		ssize_t n = readlink(link, real, len - 1);
 
-			if (real && len)
-				real[n > 0 ? n : 0] = '\0';
-			return fd;
-		}
-		if (claimed)
-			*claimed = true;
-		fd = kpp_open_as_producer(pid, m->path, false);
-		if (fd >= 0 && real && len)
-			snprintf(real, len, "%s", m->path);
-		return fd;
+		real[n > 0 ? n : 0] = '\0';
 	}
-	if (!m->build_id_len || m->path[0] != '/')
-		return -ENOENT;
-	fd = open_regular(m->path);
-	if (fd >= 0 && real && len)
-		snprintf(real, len, "%s", m->path);
 	return fd;
 }
 
 int kpp_open_mapped(uint32_t pid, const struct kpp_map *m)
 {
-	return kpp_open_mapped_real(pid, m, NULL, 0, NULL);
+	int fd;
+
+	if (pid) {
+		fd = kpp_open_map_files(pid, m, NULL, 0);
+		return fd >= 0 ? fd : kpp_open_as_producer(pid, m->path, false);
+	}
+	if (!m->build_id_len || m->path[0] != '/')
+		return -ENOENT;
+	return open_regular(m->path);
 }
 
 int kpp_elf__build_id_fd(int fd, uint8_t *id, uint8_t *len)

@@ -24,11 +24,9 @@ int kpp_openat2_regular(int dfd, const char *path, uint64_t resolve, bool nofoll
  */
 int kpp_open_as_producer(uint32_t pid, const char *path, bool nofollow);
 /*
- * kpp_open_mapped_real - kpp_open_mapped, also giving the path of the file
- * opened as the process sees it (@real, "" if unknown) and whether it came
- * from the record's path claim rather than map_files (@claimed).
+ * kpp_open_map_files - /proc/@pid/map_files/START-END of @m, and its target
+ * as the process sees it in @real ("" if unknown).
  */
-int kpp_open_mapped_real(uint32_t pid, const struct kpp_map *m, char *real, size_t len,
-			 bool *claimed);
+int kpp_open_map_files(uint32_t pid, const struct kpp_map *m, char *real, size_t len);
 
 #endif

@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -122,6 +123,8 @@ struct uid_use {
 	bool used;
 	uint32_t objects, mapents;
 	uint64_t crc_left;	/* debuglink CRC bytes it may still make us read */
+	double claims;		/* path claims it may make us try now (token bucket) */
+	double claims_at;	/* when the bucket was last filled, s */
 };
 
 /* libdebuginfod, loaded when first needed (see debuginfod_fd) */
@@ -286,6 +289,35 @@ static struct uid_use *uid_use(struct kpp_symbolizer *s, uint32_t uid)
 			return &s->uids[h];
 	}
 	return NULL;
+}
+
+/*
+ * May @uid make us try one more path claim?  Each costs a helper thread;
+ * a live process's mapping that map_files does not know is nearly always
+ * a lie (or already unmapped), so KPP_SYM_CLAIMS_PER_S per uid, in bursts
+ * of KPP_SYM_CLAIMS_BURST.
+ */
+static bool claim_allowed(struct kpp_symbolizer *s, uint32_t uid)
+{
+	struct uid_use *u = uid_use(s, uid);
+	struct timespec ts;
+	double now;
+
+	if (!u)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec + ts.tv_nsec / 1e9;
+	if (!u->claims_at)
+		u->claims = KPP_SYM_CLAIMS_BURST;
+	else
+		u->claims += (now - u->claims_at) * KPP_SYM_CLAIMS_PER_S;
+	if (u->claims > KPP_SYM_CLAIMS_BURST)
+		u->claims = KPP_SYM_CLAIMS_BURST;
+	u->claims_at = now;
+	if (u->claims < 1)
+		return false;
+	u->claims--;
+	return true;
 }
 
 /* The owner of live process @pid (its euid; root when not dumpable), or -1. */
@@ -969,11 +1001,23 @@ static void resolve(struct kpp_symbolizer *s, struct mapent *e, uint32_t pid,
 	char real[KPPROF_PATH_MAX];
 	struct object *o;
 	struct stat st;
-	bool claimed;
-	int fd = kpp_open_mapped_real(pid, m, real, sizeof(real), &claimed);
+	int fd;
 
-	if (fd < 0 && claimed)
-		s->st.claims_refused++;
+	if (pid) {
+		/* The file mapped there; else the path, as the process could open it. */
+		fd = kpp_open_map_files(pid, m, real, sizeof(real));
+		if (fd < 0 && m->path[0] == '/') {
+			if (claim_allowed(s, e->uid))
+				fd = kpp_open_as_producer(pid, m->path, false);
+			if (fd < 0)
+				s->st.claims_refused++;
+			else
+				snprintf(real, sizeof(real), "%s", m->path);
+		}
+	} else {
+		fd = kpp_open_mapped(0, m);
+		snprintf(real, sizeof(real), "%s", fd >= 0 ? m->path : "");
+	}
 	if (fd >= 0 && m->build_id_len && !fd_has_build_id(fd, m)) {
 		/* Not the file the process mapped (replaced, or a lie): never guess. */
 		s->st.build_id_mismatch++;

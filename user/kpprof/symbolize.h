@@ -31,6 +31,9 @@ struct kpp_symbolizer;
 #define KPP_SYM_MAX_MAPPINGS_UID	65536
 #define KPP_SYM_MAX_PENDING_FDS		256	/* prefetched, not yet parsed */
 #define KPP_SYM_MAX_SYMBOLS		(16u << 20)	/* entries of one symbol table */
+/* Path claims (no map_files entry) tried per uid: a rate, in bursts. */
+#define KPP_SYM_CLAIMS_PER_S		100
+#define KPP_SYM_CLAIMS_BURST		1000
 /* A .gnu_debuglink file larger than this is refused unread (libxul's is ~1 GiB). */
 #define KPP_DEBUGLINK_MAX_SIZE		(2ULL << 30)
 /* CRC bytes read in one uid's own directories, over the collector's life. */
@@ -43,7 +46,8 @@ struct kpp_sym_stats {
 	uint64_t mappings_refused;	/* over KPP_SYM_MAX_MAPPINGS_UID */
 	uint64_t mappings_forgotten;	/* oldest dropped at KPP_SYM_MAX_MAPPINGS */
 	uint64_t fds_closed;		/* prefetched fds closed over the budget */
-	uint64_t claims_refused;	/* a path the process could not open itself */
+	uint64_t claims_refused;	/* a path the process could not open itself,
+					 * or over KPP_SYM_CLAIMS_PER_S */
 	uint64_t build_id_mismatch;	/* the file has another build-id */
 	uint64_t debuglink_refused;	/* not a basename, or no usable object path */
 	uint64_t debuglink_too_big;	/* over the size cap or the uid's budget */
