@@ -13,6 +13,7 @@
 
 #include "notes.h"
 #include "output.h"
+#include "session.h"
 #include "profile_write.h"
 #include "test_rec.h"
 
@@ -404,6 +405,40 @@ TEST(notes_escaped_and_rate_limited)
 	EXPECT_EQ(NULL, strchr(text, '\x1b')) TH_LOG("%s", text);
 	EXPECT_NE(NULL, strstr(text, "\\x1b]0;owned\\x07\\x0akpprof: forged")) TH_LOG("%s", text);
 	free(text);
+}
+
+/*
+ * Review M7: a process seen with one MMAP record (a library it dlopened
+ * after the collector attached) but samples in its main program, which no
+ * record named: its maps are read again from /proc, not only for processes
+ * with no mapping at all.
+ */
+TEST_F(pp, unmapped_pc_rereads_maps)
+{
+	uint64_t pc = (uintptr_t)seed_func1 + 4;
+	struct kpp_session s = { .fd = -1 };
+	uint8_t no_id[1] = { 0 };
+	struct kpp_agg *a = kpp_agg__new(NULL);	/* the fixture read our maps */
+	struct kpp_view v;
+
+	s.dec = self->d;
+	s.agg = a;
+	s.sym = self->sym;
+	ASSERT_EQ(0, test_feed(self->d, a, &self->b,
+			       test_comm(&self->b, getpid(), 1, KPPROF_COMM_START, "daemon", 1)));
+	ASSERT_EQ(0, test_feed(self->d, a, &self->b,
+			       test_alloc(&self->b, getpid(), 1, 0x1000, 64, 1, &pc, 1)));
+	ASSERT_EQ(0, kpp_agg__add_map(a, getpid(), 0x7e0000000000ULL, 0x7e0000001000ULL, 0,
+				      no_id, 0, "/usr/lib/x86_64-linux-gnu/libnss_files.so.2", false));
+	kpp_session__learn_maps(&s);
+	/* The first profile finds the pc in no mapping... */
+	ASSERT_EQ(0, kpp_view__take(&v, a, KPP_HEAP, NULL, NULL));
+	ASSERT_EQ(0, kpp_profile__write_file(self->path, &v, a, self->sym, NULL));
+	kpp_view__release(&v);
+	/* ...so the next learn reads the maps. */
+	kpp_session__learn_maps(&s);
+	EXPECT_NE(NULL, kpp_proc__map_for(kpp_agg__proc(a, getpid()), pc));
+	kpp_agg__free(a);
 }
 
 /* Total of `go tool pprof -top` ("... of 1.23MB total"), in bytes. */

@@ -150,11 +150,11 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 	kpp_agg__for_each_proc(s->agg, sum_maps_refused, &maps_refused);
 	used = strlen(buf);
 	snprintf(buf + used, len - used,
-		 ", mappings over the per-process cap %llu"
+		 ", mappings over the per-process cap %llu, maps re-read %llu"
 		 ", symbolizer refused: objects %llu mappings %llu (forgotten %llu) "
 		 "path claims %llu build-id mismatches %llu debuglinks %llu (too big %llu) "
 		 "symbol tables %llu, prefetched fds closed %llu",
-		 (unsigned long long)maps_refused,
+		 (unsigned long long)maps_refused, (unsigned long long)kpp_proc__rereads(),
 		 (unsigned long long)y.objects_refused, (unsigned long long)y.mappings_refused,
 		 (unsigned long long)y.mappings_forgotten, (unsigned long long)y.claims_refused,
 		 (unsigned long long)y.build_id_mismatch, (unsigned long long)y.debuglink_refused,

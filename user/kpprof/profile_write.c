@@ -179,6 +179,8 @@ static uint64_t location_id(struct writer *w, uint32_t pid, uint64_t pc)
 		return e->id;
 	p = kpp_agg__proc(w->a, pid);
 	m = kpp_proc__map_for(p, pc);
+	if (!m && p && p->state == KPP_PROC_ALIVE && p->nr_maps)
+		kpp_proc__note_unmapped(pid);	/* its maps are read again (review M7) */
 	if (m) {
 		struct map_found *f;
 		bool ok;

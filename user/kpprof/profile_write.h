@@ -44,5 +44,13 @@ int kpp_profile__write_legacy(FILE *f, const struct kpp_view *v, const struct kp
 const struct kpp_map *kpp_proc__map_for(const struct kpp_proc *p, uint64_t pc);
 /* kpp_proc__read_maps - learn @pid's objects from /proc when no records named them. */
 int kpp_proc__read_maps(struct kpp_agg *a, uint32_t pid);
+/*
+ * A sample of live process @pid hit no known mapping (note); whether its
+ * maps should be read again now (at most once per 10 s per process); how
+ * many times they were (for the profile comment).  procmaps.c.
+ */
+void kpp_proc__note_unmapped(uint32_t pid);
+bool kpp_proc__want_reread(uint32_t pid);
+uint64_t kpp_proc__rereads(void);
 
 #endif
