@@ -32,8 +32,8 @@ struct kpp_symbolizer;
 #define KPP_SYM_MAX_PENDING_FDS		256	/* prefetched, not yet parsed */
 #define KPP_SYM_MAX_SYMBOLS		(16u << 20)	/* entries of one symbol table */
 /* Path claims (no map_files entry) tried per uid: a rate, in bursts. */
-#define KPP_SYM_CLAIMS_PER_S		100
-#define KPP_SYM_CLAIMS_BURST		1000
+#define KPP_SYM_CLAIMS_PER_S		20
+#define KPP_SYM_CLAIMS_BURST		200
 /* A .gnu_debuglink file larger than this is refused unread (libxul's is ~1 GiB). */
 #define KPP_DEBUGLINK_MAX_SIZE		(2ULL << 30)
 /* CRC bytes read in one uid's own directories, over the collector's life. */

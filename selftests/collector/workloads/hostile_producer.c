@@ -24,15 +24,17 @@
 
 #include "kpprof.h"
 
-static int dev;
+static int dev, first_errno;
 static unsigned long sent, refused;
 
 static void submit(void *rec)
 {
-	if (ioctl(dev, KPPROF_IOC_SUBMIT, rec))
-		refused++;
-	else
+	if (ioctl(dev, KPPROF_IOC_SUBMIT, rec)) {
+		if (!refused++)
+			first_errno = errno;
+	} else {
 		sent++;
+	}
 }
 
 static void comm_start(void)
@@ -119,7 +121,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: unknown mode %s\n", argv[0], argv[1]);
 		return 2;
 	}
-	printf("ready: %lu records sent, %lu refused\n", sent, refused);
+	printf("ready: %lu records sent, %lu refused%s%s\n", sent, refused,
+	       refused ? ", first: " : "", refused ? strerror(first_errno) : "");
 	fflush(stdout);
 	while (read(0, &c, 1) > 0)
 		;
