@@ -7,7 +7,7 @@
 #   - stripped libraries it maps whose .gnu_debuglink names
 #     "../../../../../../etc/shadow", "shadow" (a symlink to /etc/shadow in
 #     its directory), and a 200 GB sparse file beside them;
-#   - 2 x 20 000 MMAP records of ranges never mapped, naming a root-only
+#   - 2 x 5000 MMAP records of ranges never mapped, naming a root-only
 #     library (/tmp/.../secret/lib.so, 0600 in a 0700 directory) and
 #     /etc/shadow, each with samples inside, so the collector tries them.
 # Asserted: the collector opens neither /etc/shadow nor the secret library
@@ -56,10 +56,12 @@ debuglink dotdot.so ../../../../../../etc/shadow '\001\002\003\004' &&
 chown -R -h nobody:nogroup "$ev"
 mkdir -m 700 "$out/secret"
 install -m 600 "$lib" "$out/secret/lib.so"
+step() { tap_diag "$(date +%T) $*"; }
 nob() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
 
+step "setup done"
 # --- the collector, every open traced ---
-strace -f -qq -e trace=open,openat,openat2 -o "$out/strace.log" \
+strace -f -qq -e trace=openat,openat2 -o "$out/strace.log" \
 	"$K" serve --listen 127.0.0.1:0 --mem-rate 65536 >"$out/serve.out" 2>&1 &
 st=$!
 pids+=("$st")
@@ -69,10 +71,11 @@ srv=$(ps -o pid= --ppid "$st" | tr -d ' ')
 [ -n "$url" ] && [ -n "$srv" ] || { tap_diag "$(cat "$out/serve.out")"; tap_fail "server did not start"; tap_done; }
 cpu() { awk '{ print $14 + $15 }' "/proc/$srv/stat"; }
 cpu0=$(cpu)
+step "serving at $url, collector pid $srv"
 
 # --- the hostile producers, as nobody, alive until their stdin closes ---
 known() {	# the collector has drained process $1's records
-	for _ in $(seq 150); do
+	for _ in $(seq 50); do
 		[ "$(curl -s -m 20 -o /dev/null -w '%{http_code}' "${url}heap?pid=$1")" = 200 ] && return 0
 		sleep 0.2
 	done
@@ -84,27 +87,29 @@ p1=$!
 pids+=("$p1")
 exec 7>"$out/in1"
 for _ in $(seq 300); do grep -q ready "$out/p1.out" && break; sleep 0.2; done
-tap_diag "crafted libraries: $(cat "$out/p1.out")"
+step "crafted libraries: $(cat "$out/p1.out")"
 known $p1 || tap_diag "pid $p1 not known to the collector"
+step "producer 1 known"
 # The floods (the device refuses what is beyond the uid's ring share).
-nob "$ev/hostile_producer" claim 20000 "$out/secret/lib.so" <"$out/in2" >"$out/p2.out" 2>&1 &
+nob "$ev/hostile_producer" claim 5000 "$out/secret/lib.so" <"$out/in2" >"$out/p2.out" 2>&1 &
 p2=$!
 pids+=("$p2")
 exec 8>"$out/in2"
-nob "$ev/hostile_producer" claim 20000 /etc/shadow <"$out/in3" >"$out/p3.out" 2>&1 &
+nob "$ev/hostile_producer" claim 5000 /etc/shadow <"$out/in3" >"$out/p3.out" 2>&1 &
 p3=$!
 pids+=("$p3")
 exec 9>"$out/in3"
 for f in p2 p3; do
 	for _ in $(seq 300); do grep -q ready "$out/$f.out" && break; sleep 0.2; done
-	tap_diag "claims $f: $(cat "$out/$f.out")"
+	step "claims $f: $(cat "$out/$f.out")"
 done
 # A normal program of another uid, profiled meanwhile.
 LD_PRELOAD=$top/user/shim/libkpprof.so "$W/seeds_heap" 100 >/dev/null &
 wl=$!
 wait $wl
+step "workload done"
 for p in $p2 $p3 $wl; do known "$p" || tap_diag "pid $p not known to the collector"; done
-
+step "all known; scraping"
 # --- a scrape symbolizes everything, bounded in time ---
 t0=$(date +%s.%N)
 code=$(timeout 60 curl -s -m 20 -o "$out/heap.pb.gz" -w '%{http_code}' "${url}heap")

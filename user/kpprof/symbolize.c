@@ -502,8 +502,9 @@ static int open_debug(const char *path)
  */
 static int fd_crc32(struct kpp_symbolizer *s, int fd, uint64_t *budget, uint32_t *out)
 {
-	static unsigned char buf[1 << 16];
 	uLong crc = crc32(0L, Z_NULL, 0);
+	size_t bufsize = 1 << 16;
+	unsigned char *buf;
 	uint64_t left;
 	struct stat st;
 	ssize_t n;
@@ -515,14 +516,18 @@ static int fd_crc32(struct kpp_symbolizer *s, int fd, uint64_t *budget, uint32_t
 		s->st.debuglink_too_big++;
 		return -EFBIG;
 	}
+	buf = malloc(bufsize);
+	if (!buf)
+		return -ENOMEM;
 	left = st.st_size;
 	if (budget)
 		*budget -= left;
-	while (left && (n = pread(fd, buf, left < sizeof(buf) ? left : sizeof(buf),
+	while (left && (n = pread(fd, buf, left < bufsize ? left : bufsize,
 				  st.st_size - left)) > 0) {
 		crc = crc32(crc, buf, n);
 		left -= n;
 	}
+	free(buf);
 	*out = crc;
 	return left ? -EIO : 0;
 }
