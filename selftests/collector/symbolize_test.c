@@ -753,4 +753,39 @@ TEST_F(sym, mappings_per_process_capped)
 	kpp_agg__free(a);
 }
 
+/*
+ * A process already gone when its records are read: its mapping's path is
+ * used only with the record's build-id and only if anyone may read the
+ * file (a public library); a root-only copy is not.
+ */
+TEST_F(sym, gone_process_public_file_only)
+{
+	uint64_t pc = (uintptr_t)dlsym(self->lib, "_ZN8kpp_demo4Shop8checkoutEi") + 8;
+	char real[4096], cmd[8192], secret[4096];
+	struct kpp_map m = *map_of(self->a, pc);
+	struct kpp_sym out;
+	pid_t gone = fork();
+
+	if (gone == 0)
+		_exit(0);
+	ASSERT_LT(0, gone);
+	waitpid(gone, NULL, 0);
+	if (geteuid())
+		SKIP(return, "needs root (nobody's rights are tried)");
+	ASSERT_NE(0, m.build_id_len);
+	ASSERT_NE(NULL, realpath(lib_path(), real));
+	snprintf(cmd, sizeof(cmd), "mkdir -m 700 %s/s && cp %s %s/s/lib.so", self->dir, real, self->dir);
+	ASSERT_EQ(0, system(cmd));
+	snprintf(secret, sizeof(secret), "%s/s/lib.so", self->dir);
+	m.path = secret;
+	EXPECT_EQ(-ENOENT, kpp_symbolizer__lookup_pid(self->s, gone, &m, pc, &out));
+	/* the public library itself (the worktree is readable by all here) */
+	m.path = real;
+	m.end += 0x1000;	/* another mapping entry */
+	if (access(real, R_OK) == 0 && !system("su nobody -s /bin/sh -c 'true' 2>/dev/null")) {
+		EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, gone, &m, pc, &out));
+		EXPECT_STREQ("kpp_demo::Shop::checkout", out.name);
+	}
+}
+
 TEST_HARNESS_MAIN

@@ -14,8 +14,11 @@
  *     and supplementary groups from /proc/PID/status; setfsuid drops
  *     CAP_DAC_OVERRIDE/READ_SEARCH): only what the producer itself could
  *     open.  A relative path, or a process that is gone, opens nothing.
- *  3. pid 0 is the collector's own view (tests, tools): PATH as it sees
- *     it, only for a record with a build-id, which the caller checks.
+ *  3. When the process is gone (its records are read late), PATH as the
+ *     collector sees it, only for a record with a build-id (the caller
+ *     checks the file has it) and only if anyone may read it (opened as
+ *     nobody): a public file, no secret.  pid 0 (tests, tools): the same
+ *     path, with our own rights.
  *
  * Every open is O_NONBLOCK (a FIFO cannot hang us), only a regular file is
  * kept (S_ISREG checked before opening, against device side effects, and
@@ -202,27 +205,15 @@ static void *as_thread(void *arg)
 	return NULL;
 }
 
-int kpp_open_as_producer(uint32_t pid, const char *path, bool nofollow)
+/* @r's path in @root with @r's credentials, in a thread of its own. */
+static int open_as(struct as_req *r, const char *root, const char *path, bool nofollow)
 {
-	struct as_req *r;
-	char root[48];
 	pthread_t t;
 	int fd;
 
-	if (!pid || path[0] != '/')
-		return -ENOENT;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	fd = read_creds(pid, r);
-	if (fd)
-		goto out;
-	snprintf(root, sizeof(root), "/proc/%u/root", pid);
 	r->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (r->rootfd < 0) {
-		fd = -errno;
-		goto out;
-	}
+	if (r->rootfd < 0)
+		return -errno;
 	while (*path == '/')
 		path++;
 	r->path = path;
@@ -234,7 +225,42 @@ int kpp_open_as_producer(uint32_t pid, const char *path, bool nofollow)
 		fd = r->fd;
 	}
 	close(r->rootfd);
-out:
+	return fd;
+}
+
+int kpp_open_as_producer(uint32_t pid, const char *path, bool nofollow)
+{
+	struct as_req *r;
+	char root[48];
+	int fd;
+
+	if (!pid || path[0] != '/')
+		return -ENOENT;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	fd = read_creds(pid, r);
+	if (!fd) {
+		snprintf(root, sizeof(root), "/proc/%u/root", pid);
+		fd = open_as(r, root, path, nofollow);
+	}
+	free(r);
+	return fd;
+}
+
+int kpp_open_as_anyone(const char *path)
+{
+	struct as_req *r;
+	int fd;
+
+	if (path[0] != '/')
+		return -ENOENT;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->uid = 65534;	/* nobody: no group, no rights but "others" */
+	r->gid = 65534;
+	fd = open_as(r, "/", path, false);
 	free(r);
 	return fd;
 }

@@ -23,6 +23,8 @@ int kpp_openat2_regular(int dfd, const char *path, uint64_t resolve, bool nofoll
  * @pid, opened with its file-system credentials.  -errno if it could not.
  */
 int kpp_open_as_producer(uint32_t pid, const char *path, bool nofollow);
+/* kpp_open_as_anyone - absolute @path as we see it, opened as nobody. */
+int kpp_open_as_anyone(const char *path);
 /*
  * kpp_open_map_files - /proc/@pid/map_files/START-END of @m, and its target
  * as the process sees it in @real ("" if unknown).

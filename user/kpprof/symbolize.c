@@ -44,6 +44,7 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1017,6 +1018,12 @@ static void resolve(struct kpp_symbolizer *s, struct mapent *e, uint32_t pid,
 			if (fd < 0)
 				s->st.claims_refused++;
 			else
+				snprintf(real, sizeof(real), "%s", m->path);
+		}
+		/* Gone already: a public file with the record's build-id (checked below). */
+		if (fd < 0 && m->build_id_len && m->path[0] == '/' && kill(pid, 0) && errno == ESRCH) {
+			fd = kpp_open_as_anyone(m->path);
+			if (fd >= 0)
 				snprintf(real, sizeof(real), "%s", m->path);
 		}
 	} else {
