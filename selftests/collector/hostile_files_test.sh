@@ -30,10 +30,13 @@ chmod 755 "$out"
 export HOME=$out GOCACHE=$out/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$out
 ip link set lo up 2>/dev/null || busybox ip link set lo up 2>/dev/null || true
 pids=()
+srv=
 cleanup() {
 	exec 7>&- 8>&- 9>&- 2>/dev/null
+	# The collector first: strace, killed, would only detach from it.
+	[ -n "$srv" ] && kill "$srv" 2>/dev/null
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
+	for p in "${pids[@]}"; do timeout 20 tail --pid="$p" -f /dev/null 2>/dev/null; done
 	rm -rf "$out"
 }
 trap cleanup EXIT
