@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * objopen.h - open files on behalf of a producer with no more rights than
+ * it has (see objopen.c for the rules).
+ */
+#ifndef KPPROF_OBJOPEN_H
+#define KPPROF_OBJOPEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agg.h"
+
+/* true if @fd is on /proc, /sys or another pseudo file system (or unknown). */
+bool kpp_fd_on_pseudo_fs(int fd);
+/* @fd if it is a regular file on a real file system, else closed and -EINVAL. */
+int kpp_keep_regular(int fd);
+/* openat2(@dfd, @path, @resolve) of a regular file only (looked at with O_PATH first). */
+int kpp_openat2_regular(int dfd, const char *path, uint64_t resolve, bool nofollow);
+/*
+ * kpp_open_as_producer - absolute @path inside the root of live process
+ * @pid, opened with its file-system credentials.  -errno if it could not.
+ */
+int kpp_open_as_producer(uint32_t pid, const char *path, bool nofollow);
+/* kpp_open_as_anyone - absolute @path as we see it, opened as nobody. */
+int kpp_open_as_anyone(const char *path);
+/*
+ * kpp_open_map_files - /proc/@pid/map_files/START-END of @m, and its target
+ * as the process sees it in @real ("" if unknown).
+ */
+int kpp_open_map_files(uint32_t pid, const struct kpp_map *m, char *real, size_t len);
+
+#endif
