@@ -722,19 +722,12 @@ bool kpp_agg__descends_from(const struct kpp_agg *a, uint32_t pid, uint32_t root
 	return false;
 }
 
-/* Mappings kept per process; more are refused and counted (maps_refused). */
-#define KPP_MAX_MAPS_PER_PROC 4096
-
 static int add_map(struct kpp_proc *p, uint64_t start, uint64_t end, uint64_t offset,
 		   const uint8_t *build_id, uint8_t build_id_len, const char *path)
 {
 	struct kpp_map *m;
 
-	/*
-	 * The shim re-announces every object after fork/dlopen: dedupe.  The
-	 * scan is bounded by the cap (a producer may send any number of
-	 * records; a real process has a few hundred executable mappings).
-	 */
+	/* The shim re-announces every object after fork/dlopen: dedupe. */
 	for (size_t i = 0; i < p->nr_maps; i++) {
 		m = &p->maps[i];
 		if (m->start == start && m->end == end && m->offset == offset &&
@@ -742,10 +735,6 @@ static int add_map(struct kpp_proc *p, uint64_t start, uint64_t end, uint64_t of
 			m->unmapped = false;
 			return 0;
 		}
-	}
-	if (p->nr_maps >= KPP_MAX_MAPS_PER_PROC) {
-		p->maps_refused++;
-		return 0;
 	}
 	if (grow((void **)&p->maps, &p->cap_maps, p->nr_maps + 1, sizeof(*p->maps)))
 		return -ENOMEM;

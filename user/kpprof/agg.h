@@ -83,8 +83,6 @@ struct kpp_proc {
 	bool maps_from_proc;	/* maps were read from /proc, not records */
 	bool named;		/* a START/FORK/EXEC record named this image */
 	bool seccomp_stopped;	/* KPPROF_NOTE_SECCOMP: its shim went quiet */
-	/* Mappings beyond KPP_MAX_MAPS_PER_PROC (agg.c): refused, counted here. */
-	uint32_t maps_refused;
 	uint64_t seccomp_unsent;	/* the note's value: events not sent by then */
 	size_t nr_maps, cap_maps;
 	struct kpp_map *maps;

@@ -304,8 +304,7 @@ static int want_maps(void *c, struct kpp_proc *p)
 	/* record: only the processes it profiles; the rest have no buckets. */
 	if (ctx->s->only_root && !kpp_agg__descends_from(ctx->s->agg, p->pid, ctx->s->root))
 		return 0;
-	if (p->state == KPP_PROC_ALIVE && p->pid && ctx->l.n < 256 &&
-	    (!p->nr_maps || kpp_proc__want_reread(p->pid)))
+	if (p->state == KPP_PROC_ALIVE && p->pid && !p->nr_maps && ctx->l.n < 256)
 		ctx->l.pids[ctx->l.n++] = p->pid;
 	return 0;
 }
