@@ -5,15 +5,10 @@
  * never a value; and one request read from a socket, POST body included.
  */
 #include <kselftest_harness.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <pthread.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "http.h"
-#include "peer.h"
 
 TEST(query_values_decoded)
 {
@@ -52,134 +47,6 @@ TEST(request_read)
 	kpp_http__release(&r);
 	close(sv[0]);
 	close(sv[1]);
-}
-
-static int64_t ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-/* A slow-loris client: one byte every 100 ms, for 5 s, never the end of the head. */
-static void *trickle(void *arg)
-{
-	int fd = *(int *)arg;
-
-	for (int i = 0; i < 50; i++) {
-		if (send(fd, "G", 1, MSG_NOSIGNAL) != 1)
-			break;
-		usleep(100 * 1000);
-	}
-	return NULL;
-}
-
-/* One deadline for the whole request: trickling bytes does not extend it. */
-TEST(request_deadline_whole)
-{
-	struct kpp_http_req r;
-	pthread_t t;
-	int64_t t0, took;
-	int sv[2];
-
-	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-	ASSERT_EQ(0, pthread_create(&t, NULL, trickle, &sv[1]));
-	t0 = ms_now();
-	EXPECT_EQ(408, kpp_http__read_within(sv[0], &r, 1000));
-	took = ms_now() - t0;
-	EXPECT_LE(900, took);
-	EXPECT_GE(2500, took) TH_LOG("the read took %lld ms for a 1000 ms deadline", (long long)took);
-	kpp_http__release(&r);
-	shutdown(sv[0], SHUT_RDWR);
-	pthread_join(t, NULL);
-	close(sv[0]);
-	close(sv[1]);
-}
-
-static int host_ok(const char *host, bool any_ip)
-{
-	static const char *const names[] = { "prof.example.net" };
-	struct kpp_http_req r = { .has_host = host != NULL };
-
-	if (host)
-		snprintf(r.host, sizeof(r.host), "%s", host);
-	return kpp_http__host_ok(&r, names, 1, any_ip);
-}
-
-/* DNS rebinding: only loopback names and addresses, and the configured names. */
-TEST(host_header)
-{
-	EXPECT_TRUE(host_ok(NULL, false));
-	EXPECT_TRUE(host_ok("localhost", false));
-	EXPECT_TRUE(host_ok("LocalHost:6061", false));
-	EXPECT_TRUE(host_ok("localhost.:6061", false));
-	EXPECT_TRUE(host_ok("x.localhost:6061", false));
-	EXPECT_TRUE(host_ok("127.0.0.1:6061", false));
-	EXPECT_TRUE(host_ok("127.1.2.3", false));
-	EXPECT_TRUE(host_ok("[::1]:6061", false));
-	EXPECT_TRUE(host_ok("prof.example.net:6061", false));
-	EXPECT_FALSE(host_ok("evil.example:6061", false));
-	EXPECT_FALSE(host_ok("localhost.evil.example", false));
-	EXPECT_FALSE(host_ok("127.0.0.1.evil.example", false));
-	EXPECT_FALSE(host_ok("10.0.0.1:6061", false));
-	EXPECT_FALSE(host_ok("[::2]:6061", false));
-	EXPECT_FALSE(host_ok("localhost:61x", false));
-	EXPECT_FALSE(host_ok("", false));
-	/* Listening on a wildcard address: any address of ours, never a name. */
-	EXPECT_TRUE(host_ok("10.0.0.1:6061", true));
-	EXPECT_FALSE(host_ok("evil.example:6061", true));
-}
-
-/* A Host header is read from the head only, whatever its case and spaces. */
-TEST(host_header_read)
-{
-	static const char req[] = "GET /debug/pprof/heap HTTP/1.1\r\nhOsT:   evil.example:80  \r\n\r\n";
-	struct kpp_http_req r;
-	int sv[2];
-
-	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-	ASSERT_EQ((ssize_t)sizeof(req) - 1, write(sv[1], req, sizeof(req) - 1));
-	ASSERT_EQ(0, kpp_http__read(sv[0], &r));
-	EXPECT_TRUE(r.has_host);
-	EXPECT_STREQ("evil.example:80", r.host);
-	EXPECT_FALSE(kpp_http__host_ok(&r, NULL, 0, false));
-	kpp_http__release(&r);
-	close(sv[0]);
-	close(sv[1]);
-}
-
-/* sock_diag: the owner of the client end of a loopback connection is us. */
-TEST(tcp_owner_of_loopback_client)
-{
-	struct sockaddr_in srv = { .sin_family = AF_INET }, cli, acc;
-	socklen_t len = sizeof(srv);
-	int l, c, a;
-	uid_t uid = 12345;
-
-	srv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	l = socket(AF_INET, SOCK_STREAM, 0);
-	ASSERT_LE(0, l);
-	ASSERT_EQ(0, bind(l, (struct sockaddr *)&srv, sizeof(srv)));
-	ASSERT_EQ(0, listen(l, 1));
-	ASSERT_EQ(0, getsockname(l, (struct sockaddr *)&srv, &len));
-	c = socket(AF_INET, SOCK_STREAM, 0);
-	ASSERT_EQ(0, connect(c, (struct sockaddr *)&srv, sizeof(srv)));
-	a = accept(l, NULL, NULL);
-	ASSERT_LE(0, a);
-	len = sizeof(cli);
-	ASSERT_EQ(0, getpeername(a, (struct sockaddr *)&cli, &len));
-	len = sizeof(acc);
-	ASSERT_EQ(0, getsockname(a, (struct sockaddr *)&acc, &len));
-	EXPECT_TRUE(kpp_peer__is_loopback(&cli));
-	ASSERT_EQ(0, kpp_peer__tcp_owner(&cli, &acc, &uid));
-	EXPECT_EQ(getuid(), uid);
-	/* A tuple no socket has: not found, never someone else's uid. */
-	cli.sin_port = htons(ntohs(cli.sin_port) ^ 1);
-	EXPECT_EQ(-ENOENT, kpp_peer__tcp_owner(&cli, &acc, &uid));
-	close(a);
-	close(c);
-	close(l);
 }
 
 TEST_HARNESS_MAIN

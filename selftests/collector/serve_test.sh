@@ -14,8 +14,6 @@ export HOME=$out GOCACHE=$out/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$out
 tap_plan
 # The VM's init leaves loopback down; serving needs it.
 ip link set lo up 2>/dev/null || busybox ip link set lo up 2>/dev/null || true
-# serve learns loopback clients' uids by sock_diag; the VM's init cannot autoload it.
-modprobe -q tcp_diag 2>/dev/null || true
 
 $K serve --listen 127.0.0.1:0 --mem-rate 65536 >"$out/serve.out" 2>&1 &
 srv=$!
@@ -48,13 +46,6 @@ grep -qE '^heap profile: [0-9]+: [0-9]+ \[[0-9]+: [0-9]+\] @ heap/131072' <<<"$t
 	tap_ok "debug=1 legacy text" || { tap_diag "$t"; tap_fail "debug=1 legacy text"; }
 code=$(curl -s -o /dev/null -w '%{http_code}' "${url}heap?pid=999999")
 [ "$code" = 404 ] && tap_ok "unknown pid: 404" || tap_fail "unknown pid: HTTP $code"
-# An unknown profile is 404 (net/http/pprof: "Unknown profile"); so are
-# the CPU profile and goroutines, which kpprof does not have.
-for p in nosuch profile goroutine; do
-	code=$(curl -s -o "$out/u.txt" -w '%{http_code}' "${url}$p")
-	[ "$code" = 404 ] && grep -q "unknown profile" "$out/u.txt" && tap_ok "/debug/pprof/$p: 404" ||
-		tap_fail "/debug/pprof/$p: HTTP $code $(cat "$out/u.txt")"
-done
 # As net/http/pprof: seconds=0 is a 400, and errors carry X-Go-Pprof: 1.
 h=$(curl -s -D - -o /dev/null "${url}heap?seconds=0")
 grep -q '^HTTP/1.0 400' <<<"$h" && grep -qi '^X-Go-Pprof: 1' <<<"$h" &&
@@ -62,12 +53,6 @@ grep -q '^HTTP/1.0 400' <<<"$h" && grep -qi '^X-Go-Pprof: 1' <<<"$h" &&
 t=$(curl -s -o "$out/d.pb.gz" -w '%{http_code}' "${url}heap?seconds=1")
 [ "$t" = 200 ] && go tool pprof -symbolize=none -raw "$out/d.pb.gz" >/dev/null 2>&1 &&
 	tap_ok "seconds=1 delta profile" || tap_fail "seconds=1 delta: HTTP $t"
-# As Go's serveDeltaProfile: the measured window (a heap delta settles at
-# both ends, so more than the nominal second), not the nominal one.
-# pprof -raw prints it as %.4v: "1s" exactly, or "1.01" (seconds, cut).
-d=$(go tool pprof -symbolize=none -raw "$out/d.pb.gz" 2>&1 | sed -nE 's/^Duration: (.*)$/\1/p')
-[ -n "$d" ] && [ "$d" != 1s ] && awk -v d="$d" 'BEGIN { exit !(d + 0 >= 1) }' &&
-	tap_ok "delta duration is the measured window ($d s)" || tap_fail "delta duration '${d:-}' (the nominal 1s?)"
 # --- net/http/pprof's behaviour (finding 10) ---
 hostport=${url#http://}; hostport=${hostport%%/*}
 port=${hostport##*:}
@@ -124,24 +109,20 @@ else
 	tap_fail "scrape behind a delta: HTTP $code, delta still running: $(kill -0 $slow 2>/dev/null && echo yes || echo no)"
 fi
 wait $slow
-# Bounded: deltas have their own slots, at most 4 of them one client's;
-# the rest are answered 503 with a message, or closed at once beyond the
-# 12 connections a client may have open (20 s windows, so all 24 are in
-# flight together even on a slow machine).
+# Bounded: beyond 16 requests at once, 503 with a message (10 s windows, so
+# all 24 are in flight together even on a slow machine).
 cpids=()
 for i in $(seq 24); do
-	curl -s -o "$out/b$i.txt" -w '%{http_code}\n' "${url}mutex?seconds=20" >"$out/code$i" &
+	curl -s -o "$out/b$i.txt" -w '%{http_code}\n' "${url}mutex?seconds=10" >"$out/code$i" &
 	cpids+=($!)
 done
 wait "${cpids[@]}"
 n503=$(cat "$out"/code* | grep -c 503) n200=$(cat "$out"/code* | grep -c 200)
-n000=$(cat "$out"/code* | grep -c 000)
-if [ "$n503" -ge 1 ] && [ "$n200" -ge 1 ] && [ "$n200" -le 4 ] && [ $((n503 + n200 + n000)) = 24 ] &&
-   grep -qs 'too many' "$out"/b*.txt; then
-	tap_ok "24 deltas at once: $n200 served, $n503 answered 503, $n000 closed"
+if [ "$n503" -ge 1 ] && [ "$n200" -ge 1 ] && [ $((n503 + n200)) = 24 ] && grep -qs 'too many' "$out"/b*.txt; then
+	tap_ok "24 deltas at once: $n200 served, $n503 answered 503"
 else
 	tap_diag "$(cat "$out"/code* | sort | uniq -c)"
-	tap_fail "bound: $n200 x 200, $n503 x 503, $n000 closed"
+	tap_fail "bound: $n200 x 200, $n503 x 503"
 fi
 # A delta window in which more than 64 processes exit (the keep-64 policy
 # drops the oldest, renumbering buckets): still 200, with their allocations.

@@ -31,7 +31,7 @@ tap_diag "systemd-analyze security --offline: ${s#→ }"
 for want in 'CapabilityBoundingSet=CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH' \
 	'NoNewPrivileges=yes' 'ProtectSystem=strict' 'ProtectHome=read-only' \
 	'DevicePolicy=closed' 'DeviceAllow=/dev/kpprof rw' 'Environment=KPPROF_DISABLE=1' \
-	'SystemCallFilter=@system-service' 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK' \
+	'SystemCallFilter=@system-service' 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' \
 	"EnvironmentFile=-$out/etc/default/kpprof" 'MemoryDenyWriteExecute=yes'; do
 	grep -qxF "$want" "$unit" && tap_ok "unit: $want" || tap_fail "unit lacks $want"
 done

@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* http.c - one HTTP request in, one reply out (see http.h). */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "http.h"
@@ -68,86 +65,33 @@ const char *kpp_http__query(const char *q, const char *key, char *out, size_t le
 	return NULL;
 }
 
-static int64_t now_ms(void)
+/* content_length - the Content-Length header's value in @head, or 0. */
+static size_t content_length(const char *head)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-/*
- * read_by - read(2) what has come by @deadline (CLOCK_MONOTONIC ms): bytes,
- * 0 at end of stream, -1 on error, -2 when the deadline passed.  One
- * deadline for the whole request, so a client sending a byte now and then
- * cannot hold its thread for longer.
- */
-static ssize_t read_by(int fd, void *buf, size_t len, int64_t deadline)
-{
-	for (;;) {
-		int64_t left = deadline - now_ms();
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int n;
-
-		if (left <= 0)
-			return -2;
-		n = poll(&p, 1, left > 1000 ? 1000 : (int)left);
-		if (n < 0 && errno != EINTR)
-			return -1;
-		if (n > 0) {
-			ssize_t got = read(fd, buf, len);
-
-			if (got < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			return got;
-		}
-	}
-}
-
-/* header - the value of header @name in @head (trimmed) into @out; false if absent. */
-static bool header(const char *head, const char *name, char *out, size_t len)
-{
-	size_t nl = strlen(name);
-
-	for (const char *l = strchr(head, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
-		const char *v = l + 1;
-		size_t n;
-
-		if (strncasecmp(v, name, nl) || v[nl] != ':')
-			continue;
-		v += nl + 1;
-		v += strspn(v, " \t");
-		n = strcspn(v, "\r\n");
-		while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-			n--;
-		if (n >= len)
-			n = len - 1;
-		memcpy(out, v, n);
-		out[n] = '\0';
-		return true;
-	}
-	return false;
+	for (const char *l = strstr(head, "\n"); l && *l; l = strstr(l + 1, "\n"))
+		if (!strncasecmp(l + 1, "content-length:", 15))
+			return strtoull(l + 16, NULL, 10);
+	return 0;
 }
 
 int kpp_http__read(int fd, struct kpp_http_req *r)
 {
-	return kpp_http__read_within(fd, r, KPP_HTTP_READ_MS);
-}
-
-int kpp_http__read_within(int fd, struct kpp_http_req *r, int ms)
-{
-	int64_t deadline = now_ms() + ms;
-	struct timeval wtv = { .tv_sec = 60 };
-	char *end = NULL, target[2048], cl[32];
-	size_t len = 0, want = 0, have;
-	ssize_t n = 0;
+	struct timeval tv = { .tv_sec = 5 };
+	char *end = NULL, target[2048];
+	size_t len = 0, want, have;
 
 	memset(r, 0, sizeof(*r));
 	r->query = "";
+	struct timeval wtv = { .tv_sec = 60 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	/* A client that stops reading must not hold a thread for ever. */
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wtv, sizeof(wtv));
 	while (len < sizeof(r->buf) - 1) {
-		n = read_by(fd, r->buf + len, sizeof(r->buf) - 1 - len, deadline);
+		ssize_t n = read(fd, r->buf + len, sizeof(r->buf) - 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0)
 			break;
 		len += n;
@@ -164,17 +108,11 @@ int kpp_http__read_within(int fd, struct kpp_http_req *r, int ms)
 		}
 	}
 	r->buf[len] = '\0';
-	if (!end && n == -2)
-		return 408;
 	if (!end || sscanf(r->buf, "%7s %2047s", r->method, target) != 2)
 		return 400;
-	/* Only the head's lines: the body may hold anything. */
-	end[-1] = '\0';
-	r->has_host = header(r->buf, "host", r->host, sizeof(r->host));
 	r->head = !strcmp(r->method, "HEAD");
 	if (!strcmp(r->method, "POST")) {
-		if (header(r->buf, "content-length", cl, sizeof(cl)))
-			want = strtoull(cl, NULL, 10);
+		want = content_length(r->buf);
 		if (want > KPP_HTTP_BODY_MAX)
 			return 413;
 		r->body = malloc(want + 1);
@@ -185,9 +123,10 @@ int kpp_http__read_within(int fd, struct kpp_http_req *r, int ms)
 			have = want;
 		memcpy(r->body, end, have);
 		while (have < want) {
-			n = read_by(fd, r->body + have, want - have, deadline);
-			if (n == -2)
-				return 408;
+			ssize_t n = read(fd, r->body + have, want - have);
+
+			if (n < 0 && errno == EINTR)
+				continue;
 			if (n <= 0)
 				return 400;
 			have += n;
@@ -206,50 +145,6 @@ int kpp_http__read_within(int fd, struct kpp_http_req *r, int ms)
 		r->query = r->buf;
 	}
 	return 0;
-}
-
-bool kpp_http__host_ok(const struct kpp_http_req *r, const char *const *names, size_t n,
-		       bool any_ip)
-{
-	char h[256];
-	struct in6_addr a6;
-	struct in_addr a4;
-	size_t len;
-
-	if (!r->has_host)
-		return true;
-	snprintf(h, sizeof(h), "%s", r->host);
-	if (h[0] == '[') {
-		char *close = strchr(h, ']');
-
-		if (!close || (close[1] && close[1] != ':'))
-			return false;
-		*close = '\0';
-		if (inet_pton(AF_INET6, h + 1, &a6) != 1)
-			return false;
-		return any_ip || IN6_IS_ADDR_LOOPBACK(&a6);
-	}
-	char *colon = strrchr(h, ':');
-
-	if (colon) {
-		if (!colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1))
-			return false;
-		*colon = '\0';
-	}
-	len = strlen(h);
-	if (len && h[len - 1] == '.')
-		h[--len] = '\0';
-	if (!len)
-		return false;
-	if (inet_pton(AF_INET, h, &a4) == 1)
-		return any_ip || (ntohl(a4.s_addr) >> 24) == 127;
-	if (!strcasecmp(h, "localhost") ||
-	    (len > 10 && !strcasecmp(h + len - 10, ".localhost")))
-		return true;
-	for (size_t i = 0; i < n; i++)
-		if (!strcasecmp(h, names[i]))
-			return true;
-	return false;
 }
 
 void kpp_http__release(struct kpp_http_req *r)
@@ -279,13 +174,9 @@ static const char *status_text(int code)
 	switch (code) {
 	case 200: return "OK";
 	case 400: return "Bad Request";
-	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
 	case 413: return "Request Entity Too Large";
-	case 421: return "Misdirected Request";
-	case 429: return "Too Many Requests";
 	case 503: return "Service Unavailable";
 	default: return "Internal Server Error";
 	}

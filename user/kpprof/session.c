@@ -147,8 +147,6 @@ int kpp_session__record(void *ctx, const void *data, size_t len)
 		kpp_note__say(stderr, &r, p ? p->comm : NULL);
 	}
 	err = kpp_agg__add(s->agg, &r);
-	if (!err && s->on_record)
-		s->on_record(s, &r);
 	if (!err && r.kind == KPPROF_REC_MMAP && s->sym) {
 		/*
 		 * Open the object now, while the process lives (its files may

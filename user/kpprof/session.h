@@ -47,8 +47,6 @@ struct kpp_session {
 	size_t nr_pending;
 	uint64_t prefetch_deferred, prefetch_lost;
 	struct kpp_collector_stats pub;	/* for `kpprof stat` */
-	/* serve: told of each record once aggregated (whose uid wrote what). */
-	void (*on_record)(struct kpp_session *s, const struct kpp_rec *r);
 };
 
 /* kpp_session__open - 0, or 1 after printing why not. */
