@@ -77,14 +77,10 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 		 (unsigned long long)a->bad_records, (unsigned long long)a->over_buckets,
 		 (unsigned long long)a->over_stacks, (unsigned long long)a->over_live,
 		 (unsigned long long)a->unknown_frees, (unsigned long long)a->procs_dropped);
-	/* coll-state: records refused against a producer's quota, by reason. */
-	size_t used = strlen(buf);
-	bool refused = kpp_agg__refusals(a, buf + used, len - used);
-
 	/* Unknown frees are normal (allocations sampled before we attached). */
 	return d[KPPROF_DROP_RING_FULL] || d[KPPROF_DROP_SHARE] ||
 	       a->bad_records || a->over_buckets ||
-	       a->over_stacks || a->over_live || refused;
+	       a->over_stacks || a->over_live;
 }
 
 void kpp_output__comment(const struct kpp_session *s, char *buf, size_t len)

@@ -236,36 +236,23 @@ static void build_profile(struct server *srv, const struct profile_req *q, struc
 		snprintf(out->msg, sizeof(out->msg), "out of memory");
 		return;
 	}
-	/*
-	 * coll-state (M8): symbolize and encode a copy without srv.lock, so
-	 * the ring is drained meanwhile; the symbolizer has its own lock.
-	 */
-	char comment[2048];
-	struct kpp_agg *copy;
-
-	kpp_output__comment(s, comment, sizeof(comment));
-	o.comment = comment;
-	copy = kpp_view__detach(&v, s->agg);
-	pthread_mutex_unlock(&srv->lock);
-	kpp_session__sym_lock(s);
-	if (!copy) {
-		/* out of memory: reported below */
-	} else if (q->debug) {
+	if (q->debug) {
 		FILE *f = open_memstream(&out->buf, &out->len);
 
 		if (f) {
-			kpp_profile__write_legacy(f, &v, copy, s->sym);
+			kpp_profile__write_legacy(f, &v, s->agg, s->sym);
 			fclose(f);
 			out->code = 200;
 		}
 	} else {
-		if (kpp_profile__encode_gz(&v, copy, s->sym, &o, (uint8_t **)&out->buf,
+		char comment[2048];
+
+		kpp_output__comment(s, comment, sizeof(comment));
+		o.comment = comment;
+		if (kpp_profile__encode_gz(&v, s->agg, s->sym, &o, (uint8_t **)&out->buf,
 					   &out->len) == 0)
 			out->code = 200;
 	}
-	kpp_session__sym_unlock(s);
-	kpp_agg__free(copy);
-	pthread_mutex_lock(&srv->lock);
 	if (out->code != 200) {
 		out->code = 500;
 		snprintf(out->msg, sizeof(out->msg), "cannot encode the profile");
@@ -366,8 +353,7 @@ static int name_in(void *c, struct kpp_proc *p)
 }
 
 /* symbol_words - resolve each "0xADDR" of @text (separated by '+' or '&'). */
-static void symbol_words(struct server *srv, struct kpp_agg *agg, const char *text,
-			 uint32_t pid, FILE *f)
+static void symbol_words(struct server *srv, const char *text, uint32_t pid, FILE *f)
 {
 	while (*text) {
 		size_t n = strcspn(text, "+&");
@@ -381,12 +367,12 @@ static void symbol_words(struct server *srv, struct kpp_agg *agg, const char *te
 
 			if (pc && !*end) {
 				if (pid) {
-					struct kpp_proc *p = kpp_agg__proc(agg, pid);
+					struct kpp_proc *p = kpp_agg__proc(srv->s.agg, pid);
 
 					if (p)
 						name_in(&ctx, p);
 				} else {
-					kpp_agg__for_each_proc(agg, name_in, &ctx);
+					kpp_agg__for_each_proc(srv->s.agg, name_in, &ctx);
 				}
 				if (ctx.found && !ctx.conflict)
 					fprintf(f, "%#llx %s\n", (unsigned long long)pc, ctx.name);
@@ -419,24 +405,11 @@ static void serve_symbol(struct server *srv, int fd, const struct kpp_http_req *
 	}
 	/* pprof only asks whether this is 0 (no symbols) or not. */
 	fputs("num_symbols: 1\n", f);
-	/* coll-state (M8): scan a copy of the mappings without srv.lock. */
 	pthread_mutex_lock(&srv->lock);
 	kpp_session__learn_maps(&srv->s);
-	struct kpp_agg *copy = kpp_agg__copy_procs(srv->s.agg, pid);
-
+	symbol_words(srv, r->body ? r->body : r->query, pid, f);
 	pthread_mutex_unlock(&srv->lock);
-	if (copy) {
-		kpp_session__sym_lock(&srv->s);
-		symbol_words(srv, copy, r->body ? r->body : r->query, pid, f);
-		kpp_session__sym_unlock(&srv->s);
-		kpp_agg__free(copy);
-	}
 	fclose(f);
-	if (!copy) {
-		free(buf);
-		kpp_http__error(fd, r, 500, "out of memory");
-		return;
-	}
 	kpp_http__reply(fd, r, 200, "text/plain; charset=utf-8", NULL, buf, len);
 	free(buf);
 }
@@ -638,11 +611,6 @@ int serve_main(int argc, char *argv[])
 	if (kpp_session__open(s, NULL)) {
 		close(lfd);
 		return 1;
-	}
-	/* coll-state (M8): requests symbolize without srv.lock (session.h). */
-	if (kpp_session__share_symbolizer(s)) {
-		fprintf(stderr, "kpprof serve: out of memory\n");
-		goto out;
 	}
 	if (kpp_rates__set(s->fd, "serve", &r, &old_cfg))
 		goto out;
