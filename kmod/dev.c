@@ -20,6 +20,7 @@
 #include <linux/uaccess.h>
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/user_namespace.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
@@ -72,6 +73,30 @@ static int kpp_open(struct inode *inode, struct file *file)
 	kf->producer = allowed;
 	file->private_data = kf;
 	return stream_open(inode, file);
+}
+
+/*
+ * kpp_charge_uid - the uid whose share of the ring @cred's records take
+ *
+ * A user namespace gives whoever creates it as many uids as its uid_map
+ * (newuidmap maps a subuid range, commonly 65536): charged as themselves,
+ * they would be as many buckets of the share rule as the user likes, and
+ * beside them another user's service would find none.  So the uids of a
+ * namespace are charged to the user who made it: the owner of the
+ * outermost namespace not made by root (namespaces nest: a namespace made
+ * inside one is its maker's, still).  A namespace root made (a container
+ * with its own uid range) keeps its uids apart: root granted them, as it
+ * grants uids on the host.
+ */
+static u32 kpp_charge_uid(const struct cred *cred)
+{
+	const struct user_namespace *ns;
+	kuid_t uid = cred->uid;
+
+	for (ns = cred->user_ns; ns != &init_user_ns; ns = ns->parent)
+		if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
+			uid = ns->owner;
+	return from_kuid_munged(&init_user_ns, uid);
 }
 
 /*
@@ -144,6 +169,7 @@ static int kpp_submit(struct file *file, const char __user *ubuf, size_t len)
 	stamp.tgid = task_tgid_nr(current);
 	stamp.tid = task_pid_nr(current);
 	stamp.uid = from_kuid_munged(&init_user_ns, current_uid());
+	stamp.charge = kpp_charge_uid(current_cred());
 	err = kpp_ring_output(rb, buf, len, &stamp);
 	goto out;
 
