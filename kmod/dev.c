@@ -460,16 +460,28 @@ static int kpp_mmap(struct file *file, struct vm_area_struct *vma)
 	return err;
 }
 
+/* Could the caller attach as the consumer (KPPROF_IOC_CONSUMER_ATTACH)? */
+static bool kpp_may_consume(void)
+{
+	return ns_capable_noaudit(&init_user_ns, CAP_PERFMON) ||
+	       ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
+}
+
 static __poll_t kpp_poll(struct file *file, struct poll_table_struct *pts)
 {
 	struct kpp_ring *rb = &kpp_dev.ring;
 
 	/*
-	 * Always, consumer or not yet: the waitqueue is the ring's, and an
-	 * epoll set that adds the file before CONSUMER_ATTACH hooks onto it
-	 * only here (ep_insert()), never again.
+	 * The consumer, and a poller that may become it: an epoll set that
+	 * adds the file before CONSUMER_ATTACH hooks onto the ring's waitqueue
+	 * only here (ep_insert()), never again.  Nobody else: each entry on
+	 * that waitqueue makes every write over the watermark wake and walk
+	 * it, and any user can list one fd in poll() RLIMIT_NOFILE times (or
+	 * in as many epoll sets as max_user_watches allows).
 	 */
-	poll_wait(file, &rb->waitq, pts);
+	if (!poll_does_not_wait(pts) &&
+	    (kpp_is_consumer(file) || kpp_may_consume()))
+		poll_wait(file, &rb->waitq, pts);
 	if (!kpp_is_consumer(file))
 		return EPOLLOUT | EPOLLWRNORM;
 	/* the consumer's context: release what it has read */
