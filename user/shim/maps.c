@@ -336,6 +336,8 @@ KPP_EXPORT int dlclose(void *handle)
 		return -1;
 	}
 	r = real(handle);
+	if (!r)		/* unwind_cache.c: rules of what was there go stale */
+		atomic_fetch_add_explicit(&kpp.unloads, 1, memory_order_release);
 	if (r || atomic_load(&kpp.ready) != 1 || t->guard)
 		return r;
 	saved = errno;

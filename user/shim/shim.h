@@ -156,6 +156,7 @@ struct kpp_global {
 	uintptr_t self_lo, self_hi;	/* the shim's own text, skipped in stacks */
 	_Atomic int ready;		/* 1 once init finished: sampling allowed */
 	_Atomic int samplers;		/* threads inside a sampling path */
+	_Atomic uint32_t unloads;	/* dlclose calls: unwind rules go stale */
 	_Atomic uint64_t writes_ok, writes_dropped, writes_failed;
 	_Atomic uint64_t table_full;
 	_Atomic int stopped;		/* KPP_STOP_*: nothing more is emitted */
