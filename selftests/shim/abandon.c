@@ -3,7 +3,8 @@
  * Signal handlers that leave whatever their thread was doing -- at rate 1
  * usually a sampled malloc -- for good (abandon_host_test.sh):
  *
- *   abandon jump N      a SIGALRM handler siglongjmps out N times; then the
+ *   abandon jump N      a SIGALRM handler siglongjmps out N times (never
+ *                       out of libc: its malloc is not reentrant); then the
  *                       cancel state must be what it was (enabled) and a
  *                       seccomp filter (allow all) must install;
  *   abandon exit N      N threads allocating in a loop, each ended by a
@@ -17,6 +18,7 @@
  *
  * Prints "ok: ..." lines; exit 0 if the program's own checks pass.
  */
+#include <link.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -28,16 +30,40 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 static sigjmp_buf jb;
 static volatile sig_atomic_t armed;
 static atomic_int inner_jumps;
+static uintptr_t libc_lo, libc_hi;	/* libc's text */
 
-static void on_alarm(int sig)
+/* Where is libc?  Leaving its malloc half-done would corrupt the heap
+ * with or without the shim: the handler jumps only from elsewhere. */
+static int find_libc(struct dl_phdr_info *info, size_t size, void *data)
 {
+	(void)size;
+	(void)data;
+	if (!strstr(info->dlpi_name, "/libc.so"))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			libc_lo = info->dlpi_addr + ph->p_vaddr;
+			libc_hi = libc_lo + ph->p_memsz;
+		}
+	}
+	return 1;
+}
+
+static void on_alarm(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+
 	(void)sig;
-	if (armed) {
+	(void)si;
+	if (armed && (pc < libc_lo || pc >= libc_hi)) {
 		armed = 0;
 		siglongjmp(jb, 1);
 	}
@@ -74,9 +100,13 @@ static int filter(void)
 
 static int jump(int n)
 {
+	struct sigaction sa = { .sa_sigaction = on_alarm, .sa_flags = SA_SIGINFO };
 	int old;
 
-	signal(SIGALRM, on_alarm);
+	dl_iterate_phdr(find_libc, NULL);
+	if (!libc_hi)
+		return 1;
+	sigaction(SIGALRM, &sa, NULL);
 	timer(200);
 	for (int i = 0; i < n; i++)
 		if (sigsetjmp(jb, 1) == 0) {
@@ -94,11 +124,17 @@ static int jump(int n)
 	return old == PTHREAD_CANCEL_ENABLE ? 0 : 1;
 }
 
-static atomic_int started;
+static atomic_int started, exiting;
 
-static void on_usr1(int sig)
+static void on_usr1(int sig, siginfo_t *si, void *uc)
 {
+	uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+
 	(void)sig;
+	(void)si;
+	if (pc >= libc_lo && pc < libc_hi)
+		return;		/* not out of libc's malloc: the next signal */
+	atomic_store(&exiting, 1);
 	pthread_exit(NULL);
 }
 
@@ -113,18 +149,31 @@ static void *allocator(void *arg)
 
 static int exits(int n)
 {
-	signal(SIGUSR1, on_usr1);
+	struct sigaction sa = { .sa_sigaction = on_usr1, .sa_flags = SA_SIGINFO };
+
+	dl_iterate_phdr(find_libc, NULL);
+	if (!libc_hi)
+		return 1;
+	sigaction(SIGUSR1, &sa, NULL);
 	for (int i = 0; i < n; i++) {
 		pthread_t th;
+		int tries = 0;
 
 		atomic_store(&started, 0);
+		atomic_store(&exiting, 0);
 		if (pthread_create(&th, NULL, allocator, NULL))
 			return 1;
 		while (!atomic_load(&started))
 			sched_yield();
 		for (int k = 0; k < 2000; k++)	/* let it allocate a while */
 			churn();
-		pthread_kill(th, SIGUSR1);
+		/* Until the handler ends the thread (bounded: 10 s). */
+		while (!atomic_load(&exiting) && tries++ < 100000) {
+			pthread_kill(th, SIGUSR1);
+			usleep(100);
+		}
+		if (!atomic_load(&exiting))
+			return 1;
 		pthread_join(th, NULL);
 	}
 	for (int i = 0; i < 1000; i++) {
