@@ -60,7 +60,10 @@
  *     with one share: they can crowd each other out, but not the tracked
  *     uids, and no writer is ever unaccounted.
  * A bucket is kept while its uid has unread records: a service that always
- * has some keeps its own.
+ * has some keeps its own.  The uid charged is the writer's real uid, except
+ * in a user namespace not made by root, whose uids (free to the user who
+ * made it: a subuid range) are all charged to that user, the owner of the
+ * outermost such namespace; the ring header's @charge_uid says which.
  *
  * Extensible structs follow the copy_struct_from_user() rule: each is
  * versioned by its size, which is encoded in the ioctl number; new members
@@ -377,11 +380,13 @@ struct kpprof_format_arg {
  * struct kpprof_ring_hdr - precedes every record in the ring
  * @len:   bytes of record that follow (before padding to 8), with the
  *         KPPROF_RING_BUSY and KPPROF_RING_DISCARD bits.
- * @pad:   zero.
+ * @charge_uid: the uid whose share of the ring the entry takes (see
+ *         Fairness): the writer's, or the user who made its user namespace;
+ *         zero in the kernel's KPPROF_REC_CYCLE records.
  */
 struct kpprof_ring_hdr {
 	__u32 len;
-	__u32 pad;
+	__u32 charge_uid;
 };
 
 /* ------------------------------------------------------------ records */

@@ -20,6 +20,7 @@
 #include <linux/uaccess.h>
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/user_namespace.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/smp.h>
@@ -72,6 +73,30 @@ static int kpp_open(struct inode *inode, struct file *file)
 	kf->producer = allowed;
 	file->private_data = kf;
 	return stream_open(inode, file);
+}
+
+/*
+ * kpp_charge_uid - the uid whose share of the ring @cred's records take
+ *
+ * A user namespace gives whoever creates it as many uids as its uid_map
+ * (newuidmap maps a subuid range, commonly 65536): charged as themselves,
+ * they would be as many buckets of the share rule as the user likes, and
+ * beside them another user's service would find none.  So the uids of a
+ * namespace are charged to the user who made it: the owner of the
+ * outermost namespace not made by root (namespaces nest: a namespace made
+ * inside one is its maker's, still).  A namespace root made (a container
+ * with its own uid range) keeps its uids apart: root granted them, as it
+ * grants uids on the host.
+ */
+static u32 kpp_charge_uid(const struct cred *cred)
+{
+	const struct user_namespace *ns;
+	kuid_t uid = cred->uid;
+
+	for (ns = cred->user_ns; ns != &init_user_ns; ns = ns->parent)
+		if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
+			uid = ns->owner;
+	return from_kuid_munged(&init_user_ns, uid);
 }
 
 /*
@@ -144,6 +169,7 @@ static int kpp_submit(struct file *file, const char __user *ubuf, size_t len)
 	stamp.tgid = task_tgid_nr(current);
 	stamp.tid = task_pid_nr(current);
 	stamp.uid = from_kuid_munged(&init_user_ns, current_uid());
+	stamp.charge = kpp_charge_uid(current_cred());
 	err = kpp_ring_output(rb, buf, len, &stamp);
 	goto out;
 
@@ -434,16 +460,28 @@ static int kpp_mmap(struct file *file, struct vm_area_struct *vma)
 	return err;
 }
 
+/* Could the caller attach as the consumer (KPPROF_IOC_CONSUMER_ATTACH)? */
+static bool kpp_may_consume(void)
+{
+	return ns_capable_noaudit(&init_user_ns, CAP_PERFMON) ||
+	       ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
+}
+
 static __poll_t kpp_poll(struct file *file, struct poll_table_struct *pts)
 {
 	struct kpp_ring *rb = &kpp_dev.ring;
 
 	/*
-	 * Always, consumer or not yet: the waitqueue is the ring's, and an
-	 * epoll set that adds the file before CONSUMER_ATTACH hooks onto it
-	 * only here (ep_insert()), never again.
+	 * The consumer, and a poller that may become it: an epoll set that
+	 * adds the file before CONSUMER_ATTACH hooks onto the ring's waitqueue
+	 * only here (ep_insert()), never again.  Nobody else: each entry on
+	 * that waitqueue makes every write over the watermark wake and walk
+	 * it, and any user can list one fd in poll() RLIMIT_NOFILE times (or
+	 * in as many epoll sets as max_user_watches allows).
 	 */
-	poll_wait(file, &rb->waitq, pts);
+	if (!poll_does_not_wait(pts) &&
+	    (kpp_is_consumer(file) || kpp_may_consume()))
+		poll_wait(file, &rb->waitq, pts);
 	if (!kpp_is_consumer(file))
 		return EPOLLOUT | EPOLLWRNORM;
 	/* the consumer's context: release what it has read */

@@ -120,8 +120,10 @@ struct kpp_ring {
 };
 
 /*
- * The writer's identity, stamped into a record the ring accepts.  The time
- * and the CPU are taken by the ring once the record has room, with
+ * The writer's identity, stamped into a record the ring accepts, and
+ * @charge, the uid whose bucket its ring bytes go to (see ring.c; kept in
+ * the entry's header, so that the release charges the same bucket).  The
+ * time and the CPU are taken by the ring once the record has room, with
  * preemption off: a dropped record costs no clock read, and @cpu is the
  * CPU the record entered the ring on.
  */
@@ -129,6 +131,7 @@ struct kpp_stamp {
 	u32 tgid;
 	u32 tid;
 	u32 uid;
+	u32 charge;
 };
 
 /**

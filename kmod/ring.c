@@ -64,7 +64,10 @@
  *
  * Fairness: the ring's bytes are charged to buckets: one per uid for the
  * first KPP_SHARE_SLOTS uids with records in the ring, and one overflow
- * bucket that the uids beyond them share.  A bucket that holds h bytes may
+ * bucket that the uids beyond them share.  The uid charged is the one the
+ * writer's stamp names (@charge: the writer's own, or the user who made its
+ * user namespace, kpp_charge_uid()), kept in the entry's header for the
+ * release.  A bucket that holds h bytes may
  * take t more only if
  *
  *	h + t <= min(share_max, free / (others + 1))
@@ -77,11 +80,13 @@
  * process, because a process can fork as many others as it likes: per-
  * process shares would not stop one local user from filling the ring,
  * per-uid ones do, and a user's flood then costs only that user's records
- * (the overflow bucket's uids: each other's).  The kernel learns
+ * (the overflow bucket's uids: each other's); and since user namespaces
+ * make uids free, a namespace's uids are charged as the user who made it.
+ * The kernel learns
  * that entries were read only when cons_pos moves, so it keeps its own
  * consumer position, @reclaim: a producer first walks the entries between
  * @reclaim and cons_pos (a few per write, more when its record would not
- * fit otherwise), releasing each from the share of the uid stamped in it,
+ * fit otherwise), releasing each from the share of the uid its header names,
  * and free space is counted from @reclaim, so an entry cannot be
  * overwritten before it is released.  The walk reads only what the kernel
  * wrote (the data pages are read-only to user space) and stops at a BUSY
@@ -400,7 +405,7 @@ static bool kpp_ring_reclaim(struct kpp_ring *rb, unsigned int budget)
 			break;
 		rec = (struct kpprof_record *)(hdr + 1);
 		if (rec->kind != KPPROF_REC_CYCLE)
-			kpp_ring_share_release(rb, rec->uid, total);
+			kpp_ring_share_release(rb, hdr->charge_uid, total);
 		pos += total;
 	}
 	WRITE_ONCE(rb->reclaim, pos);
@@ -510,7 +515,8 @@ static struct kpprof_ring_hdr *kpp_ring_reserve(struct kpp_ring *rb, u32 len,
 	hdr = (struct kpprof_ring_hdr *)(rb->data + (prod & rb->mask));
 	/* kpp_ring_readable() may load it, with a scribbled cons_pos */
 	WRITE_ONCE(hdr->len, len | KPPROF_RING_BUSY);
-	hdr->pad = 0;
+	/* the bucket kpp_ring_reclaim() releases the entry from */
+	hdr->charge_uid = uid ? *uid : 0;
 	/* the zero padding the consumer skips: never leak old bytes */
 	if (total > sizeof(*hdr) + len)
 		memset((u8 *)(hdr + 1) + len, 0, total - sizeof(*hdr) - len);
@@ -618,14 +624,14 @@ int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 	u64 cycle;
 	int drop;
 
-	drop = kpp_ring_drop_early(rb, kpp_ring_entry_size(len), stamp->uid);
+	drop = kpp_ring_drop_early(rb, kpp_ring_entry_size(len), stamp->charge);
 	if (drop >= 0) {
 		atomic64_inc(&rb->dropped[drop]);
 		return -ENOBUFS;
 	}
 
 	/* returns with preemption off, the entry reserved */
-	hdr = kpp_ring_reserve_retry(rb, len, &stamp->uid, &cycle, false);
+	hdr = kpp_ring_reserve_retry(rb, len, &stamp->charge, &cycle, false);
 	if (!hdr)
 		return -ENOBUFS;
 	out = (struct kpprof_record *)(hdr + 1);

@@ -48,7 +48,7 @@ static bool kpp_st_fill_and_drain(struct kpp_ring *rb)
 {
 	const u64 entry = round_up(sizeof(struct kpprof_ring_hdr) +
 				   sizeof(struct kpprof_rec_free), 8);
-	struct kpp_stamp stamp = { .tgid = 7, .tid = 8, .uid = 9 };
+	struct kpp_stamp stamp = { .tgid = 7, .tid = 8, .uid = 9, .charge = 9 };
 	struct kpprof_rec_free rec, *got;
 	u64 n = 0, i, drops;
 	bool ok = true;

@@ -7,7 +7,9 @@
  * reads.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -329,6 +331,183 @@ TEST_F_TIMEOUT(ring, sixty_five_flooders, 600)
 	EXPECT_EQ(total + 11, read_all(&self->e.rr, got, 3000, 65));
 	for (i = 0; i < 65; i++)
 		EXPECT_EQ(sh->ok[i], got[i]) TH_LOG("flooder %u", i);
+	munmap(sh, sizeof(*sh));
+}
+
+/*
+ * One local user with a user namespace (newuidmap, rootless containers)
+ * has as many uids as its subuid range: here 70, more than the kernel
+ * tracks one by one.  They are still one user: the kernel charges them to
+ * the namespace's owner, so they hold one share between them, and a normal
+ * uid with nothing in the ring (a service whose records were all read)
+ * still gets every record in.  The records keep the writers' own uids.
+ */
+#define NS_OWNER_UID	1500
+#define NS_FIRST_KUID	100000
+#define NS_UIDS		70
+
+/* ns_map - give @pid's user namespace uids and gids 0.. NS_UIDS - 1 */
+static int ns_map(pid_t pid)
+{
+	static const char *const files[] = { "uid_map", "gid_map" };
+	char path[64], map[64];
+	unsigned int i;
+	int fd, len, ok;
+
+	len = snprintf(map, sizeof(map), "0 %d %d\n", NS_FIRST_KUID, NS_UIDS);
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/%s", pid, files[i]);
+		fd = open(path, O_WRONLY);
+		if (fd < 0)
+			return -1;
+		ok = write(fd, map, len) == len;
+		close(fd);
+		if (!ok)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * leave_chroot - as root, back to the mount namespace's root: scripts/vm-run
+ * runs the tests in a chroot, where no one may make a user namespace
+ * (create_user_ns()), root included.  The device is already open.
+ */
+static int leave_chroot(void)
+{
+	char dir[] = "/tmp/kpprof-fairness-XXXXXX";
+	int i;
+
+	if (!mkdtemp(dir) || chroot(dir))
+		return -1;
+	rmdir(dir);
+	for (i = 0; i < 64; i++)
+		if (chdir(".."))
+			return -1;
+	return chroot(".");
+}
+
+/* ns_flood - in the namespace: each uid floods in turn until dropped 5 times */
+static int ns_flood(int pfd, struct many_shared *sh)
+{
+	unsigned int i;
+	int status;
+
+	for (i = 0; i < NS_UIDS; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return 101;
+		if (pid == 0) {
+			unsigned char *buf = calloc(1, KPP_REC_BUF_MAX);
+			__u64 seq = 0;
+
+			if (!buf || become(i))
+				_exit(102);
+			while (sh->dropped[i] < 5 && sh->ok[i] < (1 << 20)) {
+				int err = dev__write(pfd, buf, rec_build__alloc(buf, 8, seq++));
+
+				if (!err)
+					sh->ok[i]++;
+				else if (err == -ENOBUFS)
+					sh->dropped[i]++;
+				else
+					sh->other[i]++;
+			}
+			_exit(0);
+		}
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			return 103;
+	}
+	return 0;
+}
+
+TEST_F_TIMEOUT(ring, user_namespace_is_one_user, 600)
+{
+	struct many_shared *sh;
+	__u64 got[NS_UIDS], total = 0, held, other = 0, bad_charge = 0;
+	int go[2], ready[2], status, normal;
+	const struct kpprof_record *rec;
+	__u32 len;
+	unsigned int i;
+	char c = 0;
+	pid_t pid;
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, sh);
+	memset(sh, 0, sizeof(*sh));
+	memset(got, 0, sizeof(got));
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(ready));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(ready[0]);
+		close(go[1]);
+		/* an unprivileged user makes its namespace */
+		if (leave_chroot() || become(NS_OWNER_UID))
+			_exit(100);
+		if (unshare(CLONE_NEWUSER))
+			_exit(errno == EPERM || errno == EINVAL || errno == ENOSPC ? 4 : 105);
+		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1 || c != 'g')
+			_exit(106);
+		_exit(ns_flood(self->e.pfd, sh));
+	}
+	close(ready[1]);
+	close(go[0]);
+	/* as newuidmap would, from the user's subuid range */
+	if (read(ready[0], &c, 1) == 1) {
+		c = ns_map(pid) ? 'x' : 'g';
+		ASSERT_EQ(1, write(go[1], &c, 1));
+	}
+	close(ready[0]);
+	close(go[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	TH_LOG("namespace's creator: exit %d", WEXITSTATUS(status));
+	if (WEXITSTATUS(status) == 4)
+		SKIP(return, "no unprivileged user namespaces here");
+	ASSERT_EQ('g', c) TH_LOG("cannot write the namespace's uid_map");
+	ASSERT_EQ(0, WEXITSTATUS(status));
+
+	normal = normal_writes(self->e.pfd, NORMAL_UID, 10);
+	for (i = 0; i < NS_UIDS; i++) {
+		total += sh->ok[i];
+		EXPECT_EQ(0, sh->other[i]) TH_LOG("uid %u", i);
+	}
+	held = total * (sizeof(struct kpprof_ring_hdr) + rec_build__alloc(self->e.buf, 8, 0));
+	TH_LOG("namespace uids: first %llu, 65th %llu, all %llu records (%llu bytes, share %llu); normal uid: %d of 10",
+	       (unsigned long long)sh->ok[0], (unsigned long long)sh->ok[64],
+	       (unsigned long long)total, (unsigned long long)held,
+	       (unsigned long long)self->e.info.producer_share, normal);
+	EXPECT_EQ(10, normal);
+	/* one user, one share */
+	EXPECT_GE(self->e.info.producer_share, held);
+	/* every uid was dropped (it was over the share), none unaccounted */
+	for (i = 0; i < NS_UIDS; i++)
+		EXPECT_EQ(5, sh->dropped[i]) TH_LOG("uid %u", i);
+	/*
+	 * The records say who wrote them, as the consumer's namespace sees
+	 * it; their headers, whom they were charged to.
+	 */
+	while (ring_reader__peek(&self->e.rr, &rec, &len) == 1) {
+		const struct kpprof_ring_hdr *hdr = (const void *)rec - sizeof(*hdr);
+
+		if (rec->uid >= NS_FIRST_KUID && rec->uid < NS_FIRST_KUID + NS_UIDS) {
+			got[rec->uid - NS_FIRST_KUID]++;
+			bad_charge += hdr->charge_uid != NS_OWNER_UID;
+		} else {
+			other++;
+			bad_charge += rec->uid != NORMAL_UID || hdr->charge_uid != NORMAL_UID;
+		}
+		ring_reader__consume(&self->e.rr);
+	}
+	EXPECT_EQ(10, other);
+	EXPECT_EQ(0, bad_charge);
+	for (i = 0; i < NS_UIDS; i++)
+		EXPECT_EQ(sh->ok[i], got[i]) TH_LOG("uid %u", i);
 	munmap(sh, sizeof(*sh));
 }
 

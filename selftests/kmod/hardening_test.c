@@ -12,17 +12,23 @@
  *     (EBADF), and counts as rejected;
  *   - the device is a stream: lseek() is ESPIPE (no f_pos per write);
  *   - the record cache has no constructor, which would switch off the
- *     admin's init_on_alloc/init_on_free for it.
+ *     admin's init_on_alloc/init_on_free for it;
+ *   - and one the fix of the first opened: a user who may not consume,
+ *     sleeping in poll() on its own file, is not on the ring's waitqueue,
+ *     so producers neither wake it nor walk its entries.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "kselftest_harness.h"
 #include "consumer_fixture.h"
@@ -184,6 +190,123 @@ TEST(record_cache_has_no_constructor)
 		ctor[0] = '\0';
 	fclose(f);
 	EXPECT_STREQ("", ctor) TH_LOG("a constructor disables init_on_alloc/free");
+}
+
+/*
+ * Any user may open the device and poll() it.  A poll() that lists its fd
+ * POLL_ENTRIES times puts as many entries on whatever waitqueue ->poll
+ * hooks (as many epoll sets, or threads, do the same).  On the ring's
+ * waitqueue, each would make a sleeper for wq_has_sleeper(): every write
+ * with the watermark's worth unread would wake, walking them all, in the
+ * writer's write(2).  The fixture's consumer sleeps nowhere, so no write
+ * should wake anyone.
+ */
+#define POLL_ENTRIES	100000
+#define POLLER_UID	1000
+
+static int stat_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	p = p ? strrchr(buf, ')') : NULL;
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* the module's wakeup_watermark, clamped as the ring clamps it */
+static __u64 watermark(__u64 ring_size)
+{
+	FILE *f = fopen("/sys/module/kpprof/parameters/wakeup_watermark", "r");
+	unsigned long long v = 0;
+
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	if (v < 8)
+		v = 8;
+	return v > ring_size / 2 ? ring_size / 2 : v;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+TEST_F_TIMEOUT(ring, unprivileged_poll_is_not_a_ring_sleeper, 300)
+{
+	struct rlimit rl = { POLL_ENTRIES + 16, POLL_ENTRIES + 16 };
+	struct kpprof_stats st0, st1;
+	int ready[2], status, i, writes = 0;
+	double t0, over_ms = 0;
+	__u64 unread, seq = 0, wm = watermark(self->e.info.ring_size);
+	long drained;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct pollfd *fds = calloc(POLL_ENTRIES, sizeof(*fds));
+		int fd;
+
+		close(ready[0]);
+		if (!fds || setresgid(POLLER_UID, POLLER_UID, POLLER_UID) ||
+		    setresuid(POLLER_UID, POLLER_UID, POLLER_UID))
+			_exit(100);
+		fd = dev__open();
+		if (fd < 0)
+			_exit(101);
+		for (i = 0; i < POLL_ENTRIES; i++) {
+			fds[i].fd = fd;
+			fds[i].events = POLLIN;
+		}
+		if (write(ready[1], "r", 1) != 1)
+			_exit(102);
+		/* sleeps: a non-consumer's file is never readable */
+		poll(fds, POLL_ENTRIES, 200000);
+		_exit(0);
+	}
+	close(ready[1]);
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	close(ready[0]);
+	for (i = 0; i < 10000 && stat_state(pid) != 'S'; i++)
+		usleep(1000);
+	ASSERT_EQ('S', stat_state(pid));
+
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
+	/* up to the watermark, then 50 writes over it */
+	do {
+		t0 = now_ms();
+		ASSERT_EQ(0, dev__write(self->e.pfd, self->e.buf,
+					rec_build__alloc(self->e.buf, 8, seq++)));
+		unread = ring_reader__prod(&self->e.rr) - ring_reader__cons(&self->e.rr);
+		if (unread >= wm) {
+			over_ms += now_ms() - t0;
+			writes++;
+		}
+	} while (writes < 50);
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
+	TH_LOG("%d writes over the watermark: %.3f ms each; wake-ups: %llu",
+	       writes, over_ms / writes, (unsigned long long)(st1.wakeups - st0.wakeups));
+	EXPECT_EQ(st0.wakeups, st1.wakeups) TH_LOG("writes woke a non-consumer's poll()");
+
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	drained = ring_reader__drain(&self->e.rr);
+	EXPECT_EQ((long)seq, drained);
 }
 
 TEST_HARNESS_MAIN

@@ -95,7 +95,7 @@ int ring_reader__peek(struct ring_reader *rr,
 		if (hlen & KPPROF_RING_BUSY)
 			return 0;
 		rlen = hlen & KPPROF_RING_LEN_MASK;
-		if (hdr->pad != 0 || rlen > rr->max_record_size)
+		if (rlen > rr->max_record_size)
 			return -EPROTO;
 		rr->entry_len = sizeof(*hdr) + ((rlen + 7) & ~7ULL);
 		if (cons + rr->entry_len > prod)
