@@ -8,7 +8,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/fsuid.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -179,6 +182,96 @@ TEST(tcp_owner_of_loopback_client)
 	EXPECT_EQ(-ENOENT, kpp_peer__tcp_owner(&cli, &acc, &uid));
 	close(a);
 	close(c);
+	close(l);
+}
+
+/*
+ * A process that is "root" only in a user namespace of its own (anyone may
+ * make one: unshare -Ur) has every capability there, and /proc/PID/status
+ * shows them; they are not CAP_PERFMON over the collector's processes.
+ */
+TEST(caps_in_own_user_namespace_not_all)
+{
+	int go[2], done[2];
+	pid_t kid;
+	char c;
+
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		close(go[0]);
+		close(done[1]);
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||
+		    unshare(CLONE_NEWUSER))
+			_exit(1);
+		if (write(go[1], "g", 1) != 1)
+			_exit(1);
+		(void)!read(done[0], &c, 1);
+		_exit(0);
+	}
+	close(go[1]);
+	close(done[0]);
+	if (read(go[0], &c, 1) != 1) {
+		waitpid(kid, NULL, 0);
+		SKIP(return, "no unprivileged user namespaces here");
+	}
+	EXPECT_FALSE(kpp_peer__caps_allow_all(kid, 65534));
+	close(done[1]);
+	waitpid(kid, NULL, 0);
+	close(go[0]);
+	/* The control: our own capabilities, in the collector's namespace, do count. */
+	if (getuid() == 0)
+		EXPECT_TRUE(kpp_peer__caps_allow_all(getpid(), 0));
+}
+
+/*
+ * A client that closed before its connection was identified: its end turns
+ * into a TIME_WAIT sock, whose owner sock_diag reports as uid 0.  That is no
+ * client of uid 0 (nor of anyone): never "root".
+ */
+TEST(tcp_owner_of_closed_client_never_root)
+{
+	struct sockaddr_in srv = { .sin_family = AF_INET }, cli, acc;
+	socklen_t len = sizeof(srv);
+	int l, c, a, err = 0;
+	uid_t uid = 12345;
+
+	if (getuid() != 0)
+		SKIP(return, "needs root to own the client socket as another user");
+	srv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, bind(l, (struct sockaddr *)&srv, sizeof(srv)));
+	ASSERT_EQ(0, listen(l, 1));
+	ASSERT_EQ(0, getsockname(l, (struct sockaddr *)&srv, &len));
+	/* A socket's owner is the fsuid that created it. */
+	setfsuid(65534);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	setfsuid(0);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&srv, sizeof(srv)));
+	a = accept(l, NULL, NULL);
+	ASSERT_LE(0, a);
+	len = sizeof(cli);
+	ASSERT_EQ(0, getpeername(a, (struct sockaddr *)&cli, &len));
+	len = sizeof(acc);
+	ASSERT_EQ(0, getsockname(a, (struct sockaddr *)&acc, &len));
+	ASSERT_EQ(0, kpp_peer__tcp_owner(&cli, &acc, &uid));
+	EXPECT_EQ(65534, uid);
+	close(c);
+	/* Until the client's end is no longer the open socket (bounded: 10 s). */
+	for (int i = 0; i < 1000; i++) {
+		uid = 12345;
+		err = kpp_peer__tcp_owner(&cli, &acc, &uid);
+		if (err || uid != 65534)
+			break;
+		usleep(10000);
+	}
+	EXPECT_FALSE(err == 0 && uid == 0) TH_LOG("a closed client's end identified as root");
+	EXPECT_NE(0, err) TH_LOG("err %d uid %u", err, (unsigned int)uid);
+	close(a);
 	close(l);
 }
 
