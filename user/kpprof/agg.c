@@ -757,6 +757,7 @@ static int add_map(struct kpp_proc *p, uint64_t start, uint64_t end, uint64_t of
 	m->start = start;
 	m->end = end;
 	m->offset = offset;
+	m->uid = p->uid;
 	if (build_id_len > KPPROF_BUILD_ID_MAX)
 		build_id_len = KPPROF_BUILD_ID_MAX;
 	m->build_id_len = build_id_len;

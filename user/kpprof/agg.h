@@ -65,6 +65,11 @@ struct kpp_map {
 	uint8_t build_id[KPPROF_BUILD_ID_MAX];
 	uint8_t build_id_len;
 	bool unmapped;		/* a MUNMAP was seen: kept for old stacks */
+	/*
+	 * The uid of its process's records: files are opened for it only
+	 * while the process under its pid is still wholly that uid's (objopen.c).
+	 */
+	uint32_t uid;
 	char *path;
 };
 
