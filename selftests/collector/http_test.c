@@ -275,4 +275,63 @@ TEST(tcp_owner_of_closed_client_never_root)
 	close(l);
 }
 
+struct slow_reply {
+	int fd;
+	size_t len;
+	volatile bool done;
+};
+
+static void *reply_thread(void *arg)
+{
+	struct slow_reply *r = arg;
+	char *body = calloc(1, r->len);
+
+	kpp_http__reply(r->fd, NULL, 200, "text/plain", NULL, body, r->len);
+	free(body);
+	r->done = true;
+	return NULL;
+}
+
+/*
+ * A client that reads a little now and then, never letting one write wait
+ * its whole timeout, held its thread (and a request slot) for as long as it
+ * liked.  The reply as a whole has a deadline, as Go's WriteTimeout.
+ */
+TEST(reply_deadline_whole)
+{
+	struct sockaddr_in srv = { .sin_family = AF_INET };
+	socklen_t len = sizeof(srv);
+	struct slow_reply r = { .len = 64 << 20 };
+	int l, c, small = 4096;
+	pthread_t t;
+	char buf[4096];
+
+	kpp_http_write_ms = 1000;
+	srv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, bind(l, (struct sockaddr *)&srv, sizeof(srv)));
+	ASSERT_EQ(0, listen(l, 1));
+	ASSERT_EQ(0, getsockname(l, (struct sockaddr *)&srv, &len));
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, c);
+	setsockopt(c, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&srv, sizeof(srv)));
+	r.fd = accept(l, NULL, NULL);
+	ASSERT_LE(0, r.fd);
+	setsockopt(r.fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	ASSERT_EQ(0, pthread_create(&t, NULL, reply_thread, &r));
+	/* Trickle: 4 KiB every 50 ms, for at most 15 s (15x the deadline). */
+	for (int i = 0; i < 300 && !r.done; i++) {
+		(void)!read(c, buf, sizeof(buf));
+		usleep(50000);
+	}
+	EXPECT_TRUE(r.done) TH_LOG("a trickling reader still held the reply after 15 s");
+	close(c);		/* ends the writer either way */
+	pthread_join(t, NULL);
+	close(r.fd);
+	close(l);
+	kpp_http_write_ms = KPP_HTTP_WRITE_MS;
+}
+
 TEST_HARNESS_MAIN

@@ -35,7 +35,7 @@
  * while waiting, for a delta window or for a cycle to end (settle).
  *
  * Limits (slow or abandoning clients): the whole request must arrive within
- * KPP_HTTP_READ_MS; a client has at most SERVE_PEER_CONNS connections at
+ * KPP_HTTP_READ_MS and the whole reply be taken within KPP_HTTP_WRITE_MS; a client has at most SERVE_PEER_CONNS connections at
  * once (per uid locally, per address remotely), more are closed at once;
  * deltas and plain requests have separate slots (SERVE_MAX_DELTAS, of which
  * SERVE_PEER_DELTAS per client, and SERVE_MAX_REQUESTS), so waiting deltas
