@@ -8,7 +8,9 @@
  *     never told (README: pid and comm on every sample).
  *   - a client that may see no process gets an empty view (an empty pid
  *     set is a filter like any other: under UBSan, -asan, bsearch on its
- *     NULL array aborted the server).
+ *     NULL array aborted the server);
+ *   - a client's set names processes, not pids: a pid reused since by
+ *     another user's process is not in it.
  * The profile is read back with protobuf-c, not through go.
  */
 #include <kselftest_harness.h>
@@ -165,6 +167,51 @@ TEST_F(sr, empty_pid_set)
 	peer.all = true;
 	ASSERT_EQ(0, kpp_pidset__take(&set, acc, &peer, self->a));
 	EXPECT_TRUE(kpp_pidset__has(&set, 777777));
+	kpp_pidset__release(&set);
+	kpp_access__free(acc);
+}
+
+/*
+ * A client's set is taken once per request, the view later (after gc=1's
+ * settle, at a delta's end): meanwhile its exited process's pid may have
+ * gone to another user's new process.  The set names processes, not pids:
+ * the new one under the same pid is not in it.
+ */
+TEST_F(sr, pidset_is_processes_not_pids)
+{
+	static const uint64_t st[1] = { 0x401000 };
+	struct kpp_peer peer = { .kind = KPP_PEER_UNIX, .known = true, .uid = 4102 };
+	struct kpp_access *acc = kpp_access__new();
+	struct kpp_pidset set;
+	struct kpp_proc *p;
+	struct kpp_view v;
+	uint64_t serial;
+
+	ASSERT_NE(NULL, acc);
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_comm(&self->b, 777777, 1, KPPROF_COMM_START, "mine", 1)));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_cont(&self->b, KPPROF_REC_MUTEX, 777777, 1, 1000, 5, st, 1)));
+	p = kpp_agg__proc(self->a, 777777);
+	ASSERT_NE(NULL, p);
+	serial = p->serial;
+	kpp_access__note(acc, 777777, serial, 4102);
+	kpp_agg__proc_exited(self->a, p);
+	ASSERT_EQ(0, kpp_pidset__take(&set, acc, &peer, self->a));
+	ASSERT_TRUE(kpp_pidset__has(&set, 777777));
+	/* The pid reused by root's new process, which writes its own records. */
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_comm(&self->b, 777777, 1, KPPROF_COMM_START, "rootd", 2)));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_cont(&self->b, KPPROF_REC_MUTEX, 777777, 2, 9999, 5, st, 1)));
+	p = kpp_agg__proc(self->a, 777777);
+	ASSERT_NE(NULL, p);
+	ASSERT_NE(serial, p->serial);
+	kpp_access__note(acc, 777777, p->serial, 0);
+	EXPECT_FALSE(kpp_pidset__has(&set, 777777)) TH_LOG("root's new process in the client's set");
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_MUTEX, kpp_pidset__has, &set));
+	EXPECT_EQ(0, v.n) TH_LOG("root's samples in the client's view");
+	kpp_view__release(&v);
 	kpp_pidset__release(&set);
 	kpp_access__free(acc);
 }

@@ -177,9 +177,17 @@ static int parse_listen(const char *arg, struct sockaddr_in *sa, char *host, siz
 	return 0;
 }
 
+/* pid= : that pid, and still the process the client was found to see. */
+struct one_pid {
+	uint32_t pid;
+	const struct kpp_pidset *set;
+};
+
 static bool pid_is(void *ctx, uint32_t pid)
 {
-	return pid == *(uint32_t *)ctx;
+	const struct one_pid *o = ctx;
+
+	return pid == o->pid && kpp_pidset__has((void *)o->set, pid);
 }
 
 static int64_t now_ms(void)
@@ -356,13 +364,13 @@ static void build_profile(struct server *srv, const struct profile_req *q, struc
 {
 	struct kpp_session *s = &srv->s;
 	struct kpp_write_opts o = { .allocs = q->allocs };
-	uint32_t pid32 = q->pid;
+	struct one_pid one = { q->pid, set };
 	struct kpp_view v;
 	int err;
 
 	kpp_session__learn_maps(s);
-	/* A pid= was checked against @set already. */
-	err = q->pid ? kpp_view__take(&v, s->agg, q->type, pid_is, &pid32)
+	/* A pid= was checked against @set already; its process, not a reused pid. */
+	err = q->pid ? kpp_view__take(&v, s->agg, q->type, pid_is, &one)
 		     : kpp_view__take(&v, s->agg, q->type, kpp_pidset__has, (void *)set);
 	if (!err && old) {
 		err = kpp_view__subtract(&v, old);
@@ -441,7 +449,7 @@ static void serve_profile(struct conn *c, const struct kpp_http_req *r, struct p
 	struct encoded out = { 0 };
 	struct kpp_pidset set;
 	struct kpp_view old;
-	uint32_t pid32 = q->pid;
+	struct one_pid one = { q->pid, &set };
 	char hdr[128];
 	bool known = true;
 	int fd = c->fd, err;
@@ -466,7 +474,7 @@ static void serve_profile(struct conn *c, const struct kpp_http_req *r, struct p
 		settle(srv);
 	if (q->seconds) {
 		pthread_mutex_lock(&srv->lock);
-		err = q->pid ? kpp_view__take(&old, s->agg, q->type, pid_is, &pid32)
+		err = q->pid ? kpp_view__take(&old, s->agg, q->type, pid_is, &one)
 			     : kpp_view__take(&old, s->agg, q->type, kpp_pidset__has, &set);
 		pthread_mutex_unlock(&srv->lock);
 	}
@@ -528,7 +536,8 @@ static int name_in(void *c, struct kpp_proc *p)
 	struct kpp_sym s;
 	const char *name;
 
-	if (!kpp_pidset__has((void *)ctx->set, p->pid))
+	/* A copy: the process itself, not whatever has its pid in the live agg now. */
+	if (!kpp_pidset__has_proc(ctx->set, p->pid, p->serial))
 		return 0;
 	m = kpp_proc__map_for(p, ctx->pc);
 	/*
