@@ -758,9 +758,11 @@ static void *conn_thread(void *arg)
 		kpp_http__error(c->fd, NULL, code, code == 413 ? "request body too large" :
 					     code == 408 ? "request not received in time" :
 					     "malformed request");
-	} else if (!c->unix_socket &&
-		   !kpp_http__host_ok(&r, srv->names, srv->nr_names, srv->any_ip)) {
-		/* A browser sent here by a name pointing at us (DNS rebinding). */
+	} else if (!kpp_http__host_ok(&r, srv->names, srv->nr_names, srv->any_ip)) {
+		/*
+		 * A browser sent here by a name pointing at us (DNS rebinding);
+		 * on the Unix socket too, which a TCP bridge (socat) may feed.
+		 */
 		atomic_fetch_add(&srv->n.host, 1);
 		kpp_http__error(c->fd, &r, 403, "Host header names another server; use localhost or 127.0.0.1");
 	} else if (!c->peer.all && !c->peer.known) {
