@@ -718,6 +718,19 @@ TEST_F(sym, path_claim_never_with_another_process_rights)
 		TH_LOG("a root process's mapping named for a nobody producer: %s", out.name);
 	close(p[1]);
 	waitpid(child, &status, 0);
+	/*
+	 * The other way is no gain: a root producer's process that dropped to
+	 * nobody (a daemon's worker) still has its mappings named.
+	 */
+	int wr;
+
+	child = start_nobody(&wr);
+	ASSERT_LT(0, child);
+	x.uid = 0;
+	EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, child, &x, x.start + 0x10, &out))
+		TH_LOG("a worker that dropped root lost its names");
+	close(wr);
+	waitpid(child, &status, 0);
 }
 
 static int open_fds(void)

@@ -8,7 +8,8 @@
  *  0. Only while the process under PID is still the producer's: all its
  *     uids the uid of its records, its gids one, dumpable (read_creds,
  *     kpp_pid_is_producers).  A reused pid, or the producer turned setuid or
- *     setgid by an exec, lends nothing.
+ *     setgid by an exec, lends nothing.  A root producer's claims need no
+ *     such check (a worker that dropped root has fewer rights, not more).
  *  1. /proc/PID/map_files/START-END: the very file mapped there (the
  *     kernel resolves it; the process could read it when it mapped it),
  *     whatever name the record gives it, relative or not.
@@ -149,7 +150,9 @@ struct as_req {
  * @uid and all four gids one.  Else the pid is no longer the producer's
  * process (reused, by root maybe) or the producer exec'd a setuid or
  * setgid program (its real uid stays the producer's): neither lends its
- * rights to what the producer's records claim.
+ * rights to what the producer's records claim.  A root producer (@uid 0)
+ * has nothing to gain: whatever the process is now (a worker that dropped
+ * root, a reused pid), its rights are no more than root's.
  */
 static int read_creds(uint32_t pid, uint32_t uid, struct as_req *r)
 {
@@ -165,12 +168,12 @@ static int read_creds(uint32_t pid, uint32_t uid, struct as_req *r)
 		unsigned int a, b, c, d;
 
 		if (sscanf(line, "Uid: %u %u %u %u", &a, &b, &c, &d) == 4) {
-			if (a != uid || b != uid || c != uid || d != uid)
+			if (uid && (a != uid || b != uid || c != uid || d != uid))
 				break;
 			r->uid = d;
 			have |= 1;
 		} else if (sscanf(line, "Gid: %u %u %u %u", &a, &b, &c, &d) == 4) {
-			if (a != b || a != c || a != d)
+			if (uid && (a != b || a != c || a != d))
 				break;
 			r->gid = d;
 			have |= 2;
@@ -212,7 +215,7 @@ bool kpp_pid_is_producers(uint32_t pid, uint32_t uid)
 	if (!r)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	ok = !read_creds(pid, uid, r) && !stat(path, &st) && st.st_uid == uid;
+	ok = !read_creds(pid, uid, r) && (!uid || (!stat(path, &st) && st.st_uid == uid));
 	free(r);
 	return ok;
 }

@@ -34,7 +34,8 @@ int kpp_open_as_anyone(const char *path);
 /*
  * kpp_pid_is_producers - process @pid is wholly @uid's (all uids @uid, all
  * gids one) and dumpable: the process whose records say @uid, not a reused
- * pid nor a setuid/setgid program exec'd since.
+ * pid nor a setuid/setgid program exec'd since.  Always true for @uid 0
+ * (root's claims: the process now has no more rights than root).
  */
 bool kpp_pid_is_producers(uint32_t pid, uint32_t uid);
 int kpp_open_map_files(uint32_t pid, const struct kpp_map *m, char *real, size_t len);
