@@ -13,6 +13,8 @@
  *   - an exited process has nothing in use (Go: a process that is gone has
  *     no heap), its allocations stay in alloc_*; `record` keeps the leak view;
  *   - a pid reused by a fork after a SIGKILL starts a new process;
+ *   - one uid's exits keep the other uids' exited processes (a share of
+ *     the exited FIFO per uid);
  *   - refusals are visible: the profile comment's line and the counters
  *     the collector publishes for `kpprof stat` (never through a symlink).
  */
@@ -332,6 +334,39 @@ TEST(refusals_are_visible)
 	rmdir(dir);
 	unsetenv("KPPROF_RUN_DIR");
 	kpp_agg__free(s.agg);
+}
+
+/*
+ * The exited FIFO is global (64 by default): one uid running short
+ * producers (any shell loop once `kpprof enable` preloads the shim) pushed
+ * every other uid's exited processes out within 64 exits, before anyone
+ * could scrape them.  A uid keeps at most a quarter of it: beyond, its own
+ * oldest goes, counted.
+ */
+TEST(one_uids_exits_keep_the_others_exited)
+{
+	struct kpp_agg *a = kpp_agg__new(NULL);
+	uint64_t pcs[2] = { 0x1000, 0x2000 };
+
+	ASSERT_NE(NULL, a);
+	for (uint32_t pid = 500; pid < 505; pid++) {
+		ASSERT_EQ(0, comm(a, pid, 1001, 1, KPPROF_COMM_START, "job", 1));
+		ASSERT_EQ(0, alloc(a, pid, 1001, 1, 0x100000, 64, pcs, 2));
+		ASSERT_EQ(0, comm(a, pid, 1001, 1, KPPROF_COMM_EXIT, "job", 1));
+	}
+	for (uint32_t pid = 10000; pid < 10200; pid++) {
+		ASSERT_EQ(0, comm(a, pid, 1000, 1, KPPROF_COMM_START, "churn", 1));
+		ASSERT_EQ(0, comm(a, pid, 1000, 1, KPPROF_COMM_EXIT, "churn", 1));
+	}
+	for (uint32_t pid = 500; pid < 505; pid++) {
+		EXPECT_NE(NULL, kpp_agg__proc(a, pid)) TH_LOG("uid 1001's exited %u dropped", pid);
+	}
+	EXPECT_EQ(64.0 * 5, heap_col(a, 500, 1) + heap_col(a, 501, 1) + heap_col(a, 502, 1) +
+			    heap_col(a, 503, 1) + heap_col(a, 504, 1));
+	/* The churn's own newest stay; its drops are counted. */
+	EXPECT_NE(NULL, kpp_agg__proc(a, 10199));
+	EXPECT_LE(200u - 64, kpp_agg__stats(a)->procs_dropped);
+	kpp_agg__free(a);
 }
 
 TEST_HARNESS_MAIN

@@ -170,7 +170,8 @@ TEST(bucket_cap_counted)
 TEST(exited_processes_policy)
 {
 	/* Exited processes' memory kept in use (record's view): the live map is checked. */
-	struct kpp_agg_limits lim = { .max_exited = 2, .keep_exited_inuse = true };
+	struct kpp_agg_limits lim = { .max_exited = 2, .max_uid_exited = 2,
+				      .keep_exited_inuse = true };
 	struct kpp_agg *a = kpp_agg__new(&lim);
 	char err[256], *text = test_format();
 	struct kpp_decoder *d = kpp_decoder__new(text, err, sizeof(err));
@@ -208,7 +209,8 @@ TEST(exited_processes_policy)
 TEST(delta_survives_dropped_processes)
 {
 	/* Exited processes' memory kept in use (record's view): the live map is checked. */
-	struct kpp_agg_limits lim = { .max_exited = 2, .keep_exited_inuse = true };
+	struct kpp_agg_limits lim = { .max_exited = 2, .max_uid_exited = 2,
+				      .keep_exited_inuse = true };
 	struct kpp_agg *a = kpp_agg__new(&lim);
 	char err[256], *text = test_format();
 	struct kpp_decoder *d = kpp_decoder__new(text, err, sizeof(err));

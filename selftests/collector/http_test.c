@@ -8,7 +8,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/fsuid.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,6 +183,155 @@ TEST(tcp_owner_of_loopback_client)
 	close(a);
 	close(c);
 	close(l);
+}
+
+/*
+ * A process that is "root" only in a user namespace of its own (anyone may
+ * make one: unshare -Ur) has every capability there, and /proc/PID/status
+ * shows them; they are not CAP_PERFMON over the collector's processes.
+ */
+TEST(caps_in_own_user_namespace_not_all)
+{
+	int go[2], done[2];
+	pid_t kid;
+	char c;
+
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	kid = fork();
+	ASSERT_LE(0, kid);
+	if (!kid) {
+		close(go[0]);
+		close(done[1]);
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534) ||
+		    unshare(CLONE_NEWUSER))
+			_exit(1);
+		if (write(go[1], "g", 1) != 1)
+			_exit(1);
+		(void)!read(done[0], &c, 1);
+		_exit(0);
+	}
+	close(go[1]);
+	close(done[0]);
+	if (read(go[0], &c, 1) != 1) {
+		waitpid(kid, NULL, 0);
+		SKIP(return, "no unprivileged user namespaces here");
+	}
+	EXPECT_FALSE(kpp_peer__caps_allow_all(kid, 65534));
+	close(done[1]);
+	waitpid(kid, NULL, 0);
+	close(go[0]);
+	/* The control: our own capabilities, in the collector's namespace, do count. */
+	if (getuid() == 0)
+		EXPECT_TRUE(kpp_peer__caps_allow_all(getpid(), 0));
+}
+
+/*
+ * A client that closed before its connection was identified: its end turns
+ * into a TIME_WAIT sock, whose owner sock_diag reports as uid 0.  That is no
+ * client of uid 0 (nor of anyone): never "root".
+ */
+TEST(tcp_owner_of_closed_client_never_root)
+{
+	struct sockaddr_in srv = { .sin_family = AF_INET }, cli, acc;
+	socklen_t len = sizeof(srv);
+	int l, c, a, err = 0;
+	uid_t uid = 12345;
+
+	if (getuid() != 0)
+		SKIP(return, "needs root to own the client socket as another user");
+	srv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, bind(l, (struct sockaddr *)&srv, sizeof(srv)));
+	ASSERT_EQ(0, listen(l, 1));
+	ASSERT_EQ(0, getsockname(l, (struct sockaddr *)&srv, &len));
+	/* A socket's owner is the fsuid that created it. */
+	setfsuid(65534);
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	setfsuid(0);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&srv, sizeof(srv)));
+	a = accept(l, NULL, NULL);
+	ASSERT_LE(0, a);
+	len = sizeof(cli);
+	ASSERT_EQ(0, getpeername(a, (struct sockaddr *)&cli, &len));
+	len = sizeof(acc);
+	ASSERT_EQ(0, getsockname(a, (struct sockaddr *)&acc, &len));
+	ASSERT_EQ(0, kpp_peer__tcp_owner(&cli, &acc, &uid));
+	EXPECT_EQ(65534, uid);
+	close(c);
+	/* Until the client's end is no longer the open socket (bounded: 10 s). */
+	for (int i = 0; i < 1000; i++) {
+		uid = 12345;
+		err = kpp_peer__tcp_owner(&cli, &acc, &uid);
+		if (err || uid != 65534)
+			break;
+		usleep(10000);
+	}
+	EXPECT_FALSE(err == 0 && uid == 0) TH_LOG("a closed client's end identified as root");
+	EXPECT_NE(0, err) TH_LOG("err %d uid %u", err, (unsigned int)uid);
+	close(a);
+	close(l);
+}
+
+struct slow_reply {
+	int fd;
+	size_t len;
+	volatile bool done;
+};
+
+static void *reply_thread(void *arg)
+{
+	struct slow_reply *r = arg;
+	char *body = calloc(1, r->len);
+
+	kpp_http__reply(r->fd, NULL, 200, "text/plain", NULL, body, r->len);
+	free(body);
+	r->done = true;
+	return NULL;
+}
+
+/*
+ * A client that reads a little now and then, never letting one write wait
+ * its whole timeout, held its thread (and a request slot) for as long as it
+ * liked.  The reply as a whole has a deadline, as Go's WriteTimeout.
+ */
+TEST(reply_deadline_whole)
+{
+	struct sockaddr_in srv = { .sin_family = AF_INET };
+	socklen_t len = sizeof(srv);
+	struct slow_reply r = { .len = 64 << 20 };
+	int l, c, small = 4096;
+	pthread_t t;
+	char buf[4096];
+
+	kpp_http_write_ms = 1000;
+	srv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, bind(l, (struct sockaddr *)&srv, sizeof(srv)));
+	ASSERT_EQ(0, listen(l, 1));
+	ASSERT_EQ(0, getsockname(l, (struct sockaddr *)&srv, &len));
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, c);
+	setsockopt(c, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	ASSERT_EQ(0, connect(c, (struct sockaddr *)&srv, sizeof(srv)));
+	r.fd = accept(l, NULL, NULL);
+	ASSERT_LE(0, r.fd);
+	setsockopt(r.fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	ASSERT_EQ(0, pthread_create(&t, NULL, reply_thread, &r));
+	/* Trickle: 4 KiB every 50 ms, for at most 15 s (15x the deadline). */
+	for (int i = 0; i < 300 && !r.done; i++) {
+		(void)!read(c, buf, sizeof(buf));
+		usleep(50000);
+	}
+	EXPECT_TRUE(r.done) TH_LOG("a trickling reader still held the reply after 15 s");
+	close(c);		/* ends the writer either way */
+	pthread_join(t, NULL);
+	close(r.fd);
+	close(l);
+	kpp_http_write_ms = KPP_HTTP_WRITE_MS;
 }
 
 TEST_HARNESS_MAIN

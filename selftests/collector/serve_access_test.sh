@@ -177,6 +177,18 @@ c1=$(curl -s -o "$out/h.txt" -w '%{http_code}' -H "Host: rebind.example:${hostpo
 c2=$(curl -s -o /dev/null -w '%{http_code}' -H "Host: localhost:${hostport##*:}" "${url}heap")
 [ "$c1" = 403 ] && [ "$c2" = 200 ] && tap_ok "Host: rebind.example 403, Host: localhost 200" ||
 	tap_fail "Host check: rebind.example $c1 ($(cat "$out/h.txt")), localhost $c2"
+# The Unix socket too: the README's socat bridge (TCP port -> socket) would
+# carry a rebinding page's requests there with the bridge's credentials.
+if [ ${#unix[@]} -gt 0 ]; then
+	c1=$($UA curl -s -o "$out/h2.txt" -w '%{http_code}' --unix-socket "$sock" \
+		-H "Host: rebind.example:6062" "${uurl}heap")
+	c2=$($UA curl -s -o /dev/null -w '%{http_code}' --unix-socket "$sock" "${uurl}heap")
+	[ "$c1" = 403 ] && [ "$c2" = 200 ] &&
+		tap_ok "Unix socket: Host: rebind.example 403, Host: localhost 200" ||
+		tap_fail "Unix socket Host check: rebind.example $c1 ($(cat "$out/h2.txt")), localhost $c2"
+else
+	tap_skip "no Unix socket listener"
+fi
 
 # --- H5: 16 ?seconds=3600 whose clients leave at once, then a delta and a scrape
 cp=()

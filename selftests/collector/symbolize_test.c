@@ -639,6 +639,7 @@ TEST_F(sym, path_claim_opened_with_producer_rights)
 	snprintf(secret, sizeof(secret), "%s/secret/lib.so", self->dir);
 	child = start_nobody(&wr);
 	ASSERT_LT(0, child);
+	m.uid = 65534;		/* the producer: its records' uid */
 	m.path = secret;
 	EXPECT_EQ(-ENOENT, kpp_symbolizer__lookup_pid(self->s, child, &m, m.start + 0x1200, &out))
 		TH_LOG("root-only %s was read for a nobody process: %s", secret, out.name);
@@ -652,6 +653,84 @@ TEST_F(sym, path_claim_opened_with_producer_rights)
 	waitpid(child, &status, 0);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", pub);
 	EXPECT_EQ(0, system(cmd));
+}
+
+/*
+ * The records' process is not the one under their pid any more: a reused
+ * pid, or the producer exec'd a setuid program (ruid still the producer's).
+ * Neither lends its credentials to the producer's claims: a root process
+ * under the pid of a nobody producer opens nothing of its path.
+ */
+TEST_F(sym, path_claim_never_with_another_process_rights)
+{
+	char real[4096], cmd[8192], secret[4096];
+	struct kpp_map m = { .start = 0x7f0000000000ULL, .end = 0x7f0000100000ULL, .uid = 65534 };
+	struct kpp_sym out;
+	int p[2], status;
+	pid_t child;
+	char c;
+
+	if (geteuid())
+		SKIP(return, "needs root (the pid's process runs as root)");
+	ASSERT_NE(NULL, realpath(lib_path(), real));
+	snprintf(cmd, sizeof(cmd), "mkdir -p -m 700 %s/secret && cp %s %s/secret/lib2.so && "
+		 "chmod 600 %s/secret/lib2.so", self->dir, real, self->dir, self->dir);
+	ASSERT_EQ(0, system(cmd));
+	snprintf(secret, sizeof(secret), "%s/secret/lib2.so", self->dir);
+	ASSERT_EQ(0, pipe(p));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		close(p[1]);
+		(void)!read(p[0], &c, 1);
+		_exit(0);
+	}
+	close(p[0]);
+	m.path = secret;
+	EXPECT_EQ(-ENOENT, kpp_symbolizer__lookup_pid(self->s, child, &m, m.start + 0x1200, &out))
+		TH_LOG("root-only %s read for a nobody producer through a root process: %s",
+		       secret, out.name);
+	/* map_files too: the root process's own mapping of the test binary. */
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[4096], self_exe[4096];
+	ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	struct kpp_map x = { .uid = 65534, .path = "/nonexistent/claim" };
+	bool found = false;
+
+	ASSERT_NE(NULL, f);
+	ASSERT_LT(0, n);
+	self_exe[n] = '\0';
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long long a, b, off;
+		char perms[8];
+
+		if (sscanf(line, "%llx-%llx %7s %llx", &a, &b, perms, &off) == 4 &&
+		    perms[2] == 'x' && strstr(line, self_exe)) {
+			x.start = a;
+			x.end = b;
+			x.offset = off;
+			found = true;
+		}
+	}
+	fclose(f);
+	ASSERT_TRUE(found);
+	EXPECT_EQ(-ENOENT, kpp_symbolizer__lookup_pid(self->s, child, &x, x.start + 0x10, &out))
+		TH_LOG("a root process's mapping named for a nobody producer: %s", out.name);
+	close(p[1]);
+	waitpid(child, &status, 0);
+	/*
+	 * The other way is no gain: a root producer's process that dropped to
+	 * nobody (a daemon's worker) still has its mappings named.
+	 */
+	int wr;
+
+	child = start_nobody(&wr);
+	ASSERT_LT(0, child);
+	x.uid = 0;
+	EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, child, &x, x.start + 0x10, &out))
+		TH_LOG("a worker that dropped root lost its names");
+	close(wr);
+	waitpid(child, &status, 0);
 }
 
 static int open_fds(void)

@@ -154,7 +154,7 @@ static int take_one(void *c, struct kpp_proc *p)
 		return 0;
 	if (set->n == set->cap) {
 		size_t cap = set->cap ? 2 * set->cap : 64;
-		uint32_t *n = realloc(set->pids, cap * sizeof(*n));
+		struct kpp_pidset_ent *n = realloc(set->pids, cap * sizeof(*n));
 
 		if (!n) {
 			t->err = -ENOMEM;
@@ -163,13 +163,16 @@ static int take_one(void *c, struct kpp_proc *p)
 		set->pids = n;
 		set->cap = cap;
 	}
-	set->pids[set->n++] = p->pid;
+	set->pids[set->n].pid = p->pid;
+	set->pids[set->n++].serial = p->serial;
 	return 0;
 }
 
-static int cmp_u32(const void *x, const void *y)
+/* By pid (one process per pid in an agg); an entry's serial is checked after. */
+static int cmp_pid(const void *x, const void *y)
 {
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	uint32_t a = ((const struct kpp_pidset_ent *)x)->pid;
+	uint32_t b = ((const struct kpp_pidset_ent *)y)->pid;
 
 	return a < b ? -1 : a > b;
 }
@@ -181,6 +184,7 @@ int kpp_pidset__take(struct kpp_pidset *set, struct kpp_access *a, const struct 
 
 	memset(set, 0, sizeof(*set));
 	set->all = peer->all;
+	set->agg = agg;
 	if (set->all)
 		return 0;
 	kpp_agg__for_each_proc(agg, take_one, &t);
@@ -189,18 +193,31 @@ int kpp_pidset__take(struct kpp_pidset *set, struct kpp_access *a, const struct 
 		return t.err;
 	}
 	if (set->n)	/* qsort's base must not be NULL either */
-		qsort(set->pids, set->n, sizeof(*set->pids), cmp_u32);
+		qsort(set->pids, set->n, sizeof(*set->pids), cmp_pid);
 	return 0;
+}
+
+bool kpp_pidset__has_proc(const struct kpp_pidset *set, uint32_t pid, uint64_t serial)
+{
+	struct kpp_pidset_ent key = { .pid = pid };
+	const struct kpp_pidset_ent *e;
+
+	if (set->all)
+		return true;
+	/* bsearch's base must not be NULL, even for no elements. */
+	e = set->n ? bsearch(&key, set->pids, set->n, sizeof(key), cmp_pid) : NULL;
+	return e && e->serial == serial;
 }
 
 bool kpp_pidset__has(void *s, uint32_t pid)
 {
 	const struct kpp_pidset *set = s;
+	const struct kpp_proc *p;
 
 	if (set->all)
 		return true;
-	/* bsearch's base must not be NULL, even for no elements. */
-	return set->n && bsearch(&pid, set->pids, set->n, sizeof(pid), cmp_u32);
+	p = kpp_agg__proc(set->agg, pid);
+	return p && kpp_pidset__has_proc(set, pid, p->serial);
 }
 
 void kpp_pidset__release(struct kpp_pidset *set)

@@ -34,19 +34,32 @@ bool kpp_access__may_see(struct kpp_access *a, const struct kpp_peer *peer,
 			 const struct kpp_proc *p);
 
 /*
- * struct kpp_pidset - the pids a client may see, taken once per request
- * under the session lock; kpp_pidset__has is a kpp_pid_filter.
+ * struct kpp_pidset - the processes a client may see, taken once per
+ * request under the session lock: (pid, serial) pairs, so that a pid
+ * reused since by another process (another user's) is not in it.
  */
+struct kpp_pidset_ent {
+	uint32_t pid;
+	uint64_t serial;
+};
+
 struct kpp_pidset {
 	bool all;
-	uint32_t *pids;
+	const struct kpp_agg *agg;	/* taken from: kpp_pidset__has looks here */
+	struct kpp_pidset_ent *pids;
 	size_t n, cap;
 };
 
 /* 0 or -ENOMEM. */
 int kpp_pidset__take(struct kpp_pidset *set, struct kpp_access *a, const struct kpp_peer *peer,
 		     const struct kpp_agg *agg);
+/*
+ * kpp_pidset__has - a kpp_pid_filter: the process under @pid in the agg the
+ * set was taken from (so: under the session lock) is one of the set.
+ */
 bool kpp_pidset__has(void *set, uint32_t pid);
+/* kpp_pidset__has_proc - process (@pid, @serial) is one of the set (any agg, a copy). */
+bool kpp_pidset__has_proc(const struct kpp_pidset *set, uint32_t pid, uint64_t serial);
 void kpp_pidset__release(struct kpp_pidset *set);
 
 #endif

@@ -94,6 +94,12 @@ struct kpp_live_ent {
 struct kpp_uid_acct {
 	uint32_t uid;
 	size_t procs, buckets, live, stack_pcs;
+	/* Its exited processes, oldest first (max_uid_exited). */
+	struct kpp_proc *ex_head, *ex_tail;
+	size_t exited;
+	/* Over max_uid_exited, waiting for kpp_agg__expire (never freed meanwhile). */
+	bool listed;
+	struct kpp_uid_acct *over_next;
 	struct kpp_uid_acct *next;
 };
 
@@ -103,6 +109,7 @@ struct kpp_agg {
 	uint64_t generation;
 	uint64_t exit_seq;
 	uint64_t proc_serial;
+	struct kpp_uid_acct *over_exited;	/* uids over max_uid_exited */
 
 	struct kpp_bucket *buckets;
 	size_t nr_buckets, cap_buckets;	/* extent of the array */
@@ -168,6 +175,8 @@ struct kpp_agg *kpp_agg__new(const struct kpp_agg_limits *lim)
 	l->max_stack_pcs = or_default(lim, lim ? lim->max_stack_pcs : 0, DEFAULT_MAX_STACK_PCS);
 	l->max_live = or_default(lim, lim ? lim->max_live : 0, DEFAULT_MAX_LIVE);
 	l->max_exited = or_default(lim, lim ? lim->max_exited : 0, DEFAULT_MAX_EXITED);
+	l->max_uid_exited = or_default(lim, lim ? lim->max_uid_exited : 0,
+				       share(l->max_exited, 4));
 	l->max_uid_buckets = or_default(lim, lim ? lim->max_uid_buckets : 0,
 					share(l->max_buckets, 4));
 	l->max_uid_stack_pcs = or_default(lim, lim ? lim->max_uid_stack_pcs : 0,
@@ -246,7 +255,7 @@ static void uid_put(struct kpp_agg *a, struct kpp_uid_acct *u)
 {
 	struct kpp_uid_acct **pp;
 
-	if (u->procs || u->buckets || u->live || u->stack_pcs)
+	if (u->procs || u->buckets || u->live || u->stack_pcs || u->listed)
 		return;
 	for (pp = &a->uids[mix64(u->uid) % UID_HASH]; *pp && *pp != u; pp = &(*pp)->next)
 		;
@@ -757,6 +766,7 @@ static int add_map(struct kpp_proc *p, uint64_t start, uint64_t end, uint64_t of
 	m->start = start;
 	m->end = end;
 	m->offset = offset;
+	m->uid = p->uid;
 	if (build_id_len > KPPROF_BUILD_ID_MAX)
 		build_id_len = KPPROF_BUILD_ID_MAX;
 	m->build_id_len = build_id_len;
@@ -781,18 +791,30 @@ int kpp_agg__add_map(struct kpp_agg *a, uint32_t pid, uint64_t start, uint64_t e
 
 static void exited_unlink(struct kpp_agg *a, struct kpp_proc *p)
 {
+	struct kpp_uid_acct *u = p->acct;
+
 	if (p->eprev)
 		p->eprev->enext = p->enext;
 	else if (a->exited_head == p)
 		a->exited_head = p->enext;
 	else
-		return;		/* not in the FIFO */
+		return;		/* not in the FIFO (nor in its uid's) */
 	if (p->enext)
 		p->enext->eprev = p->eprev;
 	else
 		a->exited_tail = p->eprev;
 	p->enext = p->eprev = NULL;
 	a->nr_exited--;
+	if (p->ueprev)
+		p->ueprev->uenext = p->uenext;
+	else
+		u->ex_head = p->uenext;
+	if (p->uenext)
+		p->uenext->ueprev = p->ueprev;
+	else
+		u->ex_tail = p->ueprev;
+	p->uenext = p->ueprev = NULL;
+	u->exited--;
 }
 
 /*
@@ -834,11 +856,31 @@ static void drop_proc(struct kpp_agg *a, struct kpp_proc *victim)
  */
 void kpp_agg__expire(struct kpp_agg *a)
 {
+	/*
+	 * First each uid over max_uid_exited drops its own oldest (counted):
+	 * one uid's churn of short processes never pushes the other uids'
+	 * exited profiles out.  Here, not at the exit, which may come while
+	 * the caller walks the processes (reap).
+	 */
+	while (a->over_exited) {
+		struct kpp_uid_acct *u = a->over_exited;
+
+		a->over_exited = u->over_next;
+		u->over_next = NULL;
+		u->listed = false;
+		while (u->exited > a->lim.max_uid_exited && u->ex_head) {
+			a->st.drop_work++;
+			a->st.over_uid_exited++;
+			drop_proc(a, u->ex_head);
+		}
+		uid_put(a, u);
+	}
 	while (a->nr_exited > a->lim.max_exited && a->exited_head) {
 		a->st.drop_work++;
 		drop_proc(a, a->exited_head);
 	}
 }
+
 
 /* ------------------------------------------------------------ cycles */
 
@@ -1094,6 +1136,18 @@ static int proc_exit(struct kpp_agg *a, struct kpp_proc *p, uint64_t c)
 		a->exited_head = p;
 	a->exited_tail = p;
 	a->nr_exited++;
+	p->ueprev = p->acct->ex_tail;
+	p->uenext = NULL;
+	if (p->acct->ex_tail)
+		p->acct->ex_tail->uenext = p;
+	else
+		p->acct->ex_head = p;
+	p->acct->ex_tail = p;
+	if (++p->acct->exited > a->lim.max_uid_exited && !p->acct->listed) {
+		p->acct->listed = true;
+		p->acct->over_next = a->over_exited;
+		a->over_exited = p->acct;
+	}
 	if (a->lim.keep_exited_inuse || !p->nr_live)
 		return 0;
 	for (size_t i = 0; i < p->live_size; i++) {
@@ -1283,6 +1337,7 @@ bool kpp_agg__refusals(const struct kpp_agg_stats *st, char *buf, size_t len)
 		{ "uid stack frames", st->over_uid_stacks },
 		{ "uid live", st->over_uid_live },
 		{ "uid processes", st->over_uid_procs },
+		{ "uid exited processes kept", st->over_uid_exited },
 		{ "process buckets", st->over_proc_buckets },
 		{ "process live", st->over_proc_live },
 		{ "stack frames", st->over_stack_pcs },
@@ -1312,7 +1367,7 @@ void kpp_agg__print_stats(const struct kpp_agg_stats *st, FILE *f)
 #define P(x) fprintf(f, "%-22s %llu\n", #x, (unsigned long long)st->x)
 	P(nr_procs); P(nr_uids); P(nr_buckets); P(nr_stacks); P(stack_bytes); P(nr_live);
 	P(over_buckets); P(over_stacks); P(over_stack_pcs); P(over_live);
-	P(over_uid_buckets); P(over_uid_stacks); P(over_uid_live); P(over_uid_procs);
+	P(over_uid_buckets); P(over_uid_stacks); P(over_uid_live); P(over_uid_procs); P(over_uid_exited);
 	P(over_proc_buckets); P(over_proc_live);
 	P(bad_records); P(unknown_frees); P(replaced_allocs); P(late_records);
 	P(procs_dropped); P(images_ended); P(exit_freed); P(stacks_freed);

@@ -65,6 +65,11 @@ struct kpp_map {
 	uint8_t build_id[KPPROF_BUILD_ID_MAX];
 	uint8_t build_id_len;
 	bool unmapped;		/* a MUNMAP was seen: kept for old stacks */
+	/*
+	 * The uid of its process's records: files are opened for it only
+	 * while the process under its pid is still wholly that uid's (objopen.c).
+	 */
+	uint32_t uid;
 	char *path;
 };
 
@@ -101,6 +106,7 @@ struct kpp_proc {
 	struct kpp_live_ent *live;
 	size_t live_size, nr_live;
 	struct kpp_proc *enext, *eprev;	/* exited FIFO, oldest first */
+	struct kpp_proc *uenext, *ueprev;	/* its uid's exited FIFO */
 	struct kpp_uid_acct *acct;
 };
 
@@ -118,6 +124,11 @@ struct kpp_agg_limits {
 	size_t max_stack_pcs;	/* frames of all interned stacks */
 	size_t max_live;	/* live sampled allocations remembered */
 	size_t max_exited;	/* exited processes kept; older ones dropped */
+	/*
+	 * Of them, one uid's (default a quarter): a uid churning short-lived
+	 * producers drops its own oldest, not everyone's exited profiles.
+	 */
+	size_t max_uid_exited;
 	size_t max_uid_buckets, max_uid_stack_pcs, max_uid_live, max_uid_procs;
 	size_t max_proc_buckets, max_proc_live;
 	/*
@@ -140,6 +151,7 @@ struct kpp_agg_stats {
 	uint64_t over_stack_pcs;	/* records lost to max_stack_pcs */
 	/* Refused against a producer's quota (struct kpp_agg_limits). */
 	uint64_t over_uid_buckets, over_uid_stacks, over_uid_live, over_uid_procs;
+	uint64_t over_uid_exited;	/* exited processes dropped for their uid's share */
 	uint64_t over_proc_buckets, over_proc_live;
 	uint64_t exit_freed;		/* allocations freed by their process's exit */
 	uint64_t stacks_freed;		/* stacks reclaimed: no bucket used them */

@@ -144,7 +144,7 @@ int kpp_http__read_within(int fd, struct kpp_http_req *r, int ms)
 
 	memset(r, 0, sizeof(*r));
 	r->query = "";
-	/* A client that stops reading must not hold a thread for ever. */
+	/* A client that stops reading must not hold a thread for ever (send_all too). */
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wtv, sizeof(wtv));
 	while (len < sizeof(r->buf) - 1) {
 		n = read_by(fd, r->buf + len, sizeof(r->buf) - 1 - len, deadline);
@@ -258,11 +258,24 @@ void kpp_http__release(struct kpp_http_req *r)
 	r->body = NULL;
 }
 
-static void send_all(int fd, const void *buf, size_t len)
+int kpp_http_write_ms = KPP_HTTP_WRITE_MS;
+
+/*
+ * send_all - @buf by @deadline (CLOCK_MONOTONIC ms): each write may block
+ * only for what is left, so a reader taking a little now and then (never
+ * letting one write time out) cannot hold the thread past the deadline.
+ */
+static void send_all(int fd, const void *buf, size_t len, int64_t deadline)
 {
 	const char *p = buf;
 
 	while (len) {
+		int64_t left = deadline - now_ms();
+		struct timeval tv = { .tv_sec = left / 1000, .tv_usec = left % 1000 * 1000 };
+
+		if (left <= 0)
+			return;
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		ssize_t n = write(fd, p, len);
 
 		if (n < 0 && errno == EINTR)
@@ -300,9 +313,11 @@ void kpp_http__reply(int fd, const struct kpp_http_req *r, int code, const char 
 			 "X-Content-Type-Options: nosniff\r\n%sConnection: close\r\n\r\n",
 			 code, status_text(code), type, len, extra ? extra : "");
 
-	send_all(fd, hdr, n < (int)sizeof(hdr) ? (size_t)n : sizeof(hdr) - 1);
+	int64_t deadline = now_ms() + kpp_http_write_ms;
+
+	send_all(fd, hdr, n < (int)sizeof(hdr) ? (size_t)n : sizeof(hdr) - 1, deadline);
 	if (!r || !r->head)
-		send_all(fd, body, len);
+		send_all(fd, body, len, deadline);
 }
 
 void kpp_http__error(int fd, const struct kpp_http_req *r, int code, const char *text)

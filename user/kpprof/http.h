@@ -29,13 +29,17 @@ struct kpp_http_req {
 
 /*
  * kpp_http__read - read one request from @fd: head and body within
- * KPP_HTTP_READ_MS in all, however the client trickles them (a reply may
- * then take 60 s per write).  0, or the status to answer (400 malformed,
+ * KPP_HTTP_READ_MS in all, however the client trickles them (a reply:
+ * KPP_HTTP_WRITE_MS in all).  0, or the status to answer (400 malformed,
  * 408 too slow, 413 body too large).
  */
 int kpp_http__read(int fd, struct kpp_http_req *r);
 /* The same with a deadline of @ms for the whole request (tests). */
 int kpp_http__read_within(int fd, struct kpp_http_req *r, int ms);
+
+/* The whole reply must be taken within this (slow readers); tests lower it. */
+#define KPP_HTTP_WRITE_MS	60000
+extern int kpp_http_write_ms;
 
 /*
  * kpp_http__host_ok - may a request with this Host header be served?  DNS

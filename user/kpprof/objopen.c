@@ -5,6 +5,11 @@
  * .gnu_debuglink name inside the producer's own ELF, are whatever an
  * unprivileged producer wrote.  The rules:
  *
+ *  0. Only while the process under PID is still the producer's: all its
+ *     uids the uid of its records, its gids one, dumpable (read_creds,
+ *     kpp_pid_is_producers).  A reused pid, or the producer turned setuid or
+ *     setgid by an exec, lends nothing.  A root producer's claims need no
+ *     such check (a worker that dropped root has fewer rights, not more).
  *  1. /proc/PID/map_files/START-END: the very file mapped there (the
  *     kernel resolves it; the process could read it when it mapped it),
  *     whatever name the record gives it, relative or not.
@@ -139,8 +144,17 @@ struct as_req {
 	int fd;
 };
 
-/* The fs ids (4th field) and supplementary groups from /proc/PID/status. */
-static int read_creds(uint32_t pid, struct as_req *r)
+/*
+ * The fs ids (4th field) and supplementary groups from /proc/PID/status,
+ * only while the process is wholly @uid's, its records' uid: all four uids
+ * @uid and all four gids one.  Else the pid is no longer the producer's
+ * process (reused, by root maybe) or the producer exec'd a setuid or
+ * setgid program (its real uid stays the producer's): neither lends its
+ * rights to what the producer's records claim.  A root producer (@uid 0)
+ * has nothing to gain: whatever the process is now (a worker that dropped
+ * root, a reused pid), its rights are no more than root's.
+ */
+static int read_creds(uint32_t pid, uint32_t uid, struct as_req *r)
 {
 	char path[48], line[4096];
 	int have = 0;
@@ -154,9 +168,13 @@ static int read_creds(uint32_t pid, struct as_req *r)
 		unsigned int a, b, c, d;
 
 		if (sscanf(line, "Uid: %u %u %u %u", &a, &b, &c, &d) == 4) {
+			if (uid && (a != uid || b != uid || c != uid || d != uid))
+				break;
 			r->uid = d;
 			have |= 1;
 		} else if (sscanf(line, "Gid: %u %u %u %u", &a, &b, &c, &d) == 4) {
+			if (uid && (a != b || a != c || a != d))
+				break;
 			r->gid = d;
 			have |= 2;
 		} else if (!strncmp(line, "Groups:", 7)) {
@@ -179,7 +197,27 @@ static int read_creds(uint32_t pid, struct as_req *r)
 		}
 	}
 	fclose(f);
-	return have == 7 ? 0 : -EINVAL;
+	return have == 7 ? 0 : -EPERM;
+}
+
+/*
+ * kpp_pid_is_producers - process @pid is wholly @uid's (read_creds) and dumpable
+ * (its /proc files are @uid's: a process that dropped root keeps what it
+ * opened as root, and map_files would hand that over).
+ */
+bool kpp_pid_is_producers(uint32_t pid, uint32_t uid)
+{
+	struct as_req *r = calloc(1, sizeof(*r));
+	char path[48];
+	struct stat st;
+	bool ok;
+
+	if (!r)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	ok = !read_creds(pid, uid, r) && (!uid || (!stat(path, &st) && st.st_uid == uid));
+	free(r);
+	return ok;
 }
 
 /*
@@ -228,7 +266,7 @@ static int open_as(struct as_req *r, const char *root, const char *path, bool no
 	return fd;
 }
 
-int kpp_open_as_producer(uint32_t pid, const char *path, bool nofollow)
+int kpp_open_as_producer(uint32_t pid, uint32_t uid, const char *path, bool nofollow)
 {
 	struct as_req *r;
 	char root[48];
@@ -239,7 +277,7 @@ int kpp_open_as_producer(uint32_t pid, const char *path, bool nofollow)
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	fd = read_creds(pid, r);
+	fd = read_creds(pid, uid, r);
 	if (!fd) {
 		snprintf(root, sizeof(root), "/proc/%u/root", pid);
 		fd = open_as(r, root, path, nofollow);
@@ -274,7 +312,14 @@ int kpp_open_map_files(uint32_t pid, const struct kpp_map *m, char *real, size_t
 		real[0] = '\0';
 	snprintf(link, sizeof(link), "/proc/%u/map_files/%llx-%llx", pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
+	/* Before and after: an exec or a new process between is seen. */
+	if (!kpp_pid_is_producers(pid, m->uid))
+		return -EPERM;
 	fd = open_regular(link);
+	if (fd >= 0 && !kpp_pid_is_producers(pid, m->uid)) {
+		close(fd);
+		return -EPERM;
+	}
 	if (fd >= 0 && real && len) {
 		ssize_t n = readlink(link, real, len - 1);
 
@@ -289,7 +334,7 @@ int kpp_open_mapped(uint32_t pid, const struct kpp_map *m)
 
 	if (pid) {
 		fd = kpp_open_map_files(pid, m, NULL, 0);
-		return fd >= 0 ? fd : kpp_open_as_producer(pid, m->path, false);
+		return fd >= 0 ? fd : kpp_open_as_producer(pid, m->uid, m->path, false);
 	}
 	if (!m->build_id_len || m->path[0] != '/')
 		return -ENOENT;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -38,6 +39,21 @@ bool kpp_peer__is_loopback(const void *addr)
 	return false;
 }
 
+/*
+ * same_user_ns - @pid lives in the collector's user namespace.  Anyone may
+ * make a namespace of their own (unshare -Ur) and hold every capability in
+ * it; status's CapEff shows those, which rule nothing outside it.
+ */
+static bool same_user_ns(pid_t pid)
+{
+	struct stat mine, theirs;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	return !stat("/proc/self/ns/user", &mine) && !stat(path, &theirs) &&
+	       mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino;
+}
+
 bool kpp_peer__caps_allow_all(pid_t pid, uid_t uid)
 {
 	char path[64], line[256];
@@ -62,7 +78,7 @@ bool kpp_peer__caps_allow_all(pid_t pid, uid_t uid)
 			cap_ok = (cap >> CAP_PERFMON_BIT & 1) || (cap >> CAP_SYS_ADMIN_BIT & 1);
 	}
 	fclose(f);
-	return uid_ok && cap_ok;
+	return uid_ok && cap_ok && same_user_ns(pid);
 }
 
 int kpp_peer__tcp_owner(const void *src, const void *dst, uid_t *uid)
@@ -136,8 +152,15 @@ int kpp_peer__tcp_owner(const void *src, const void *dst, uid_t *uid)
 		    h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
 			const struct inet_diag_msg *m = NLMSG_DATA(h);
 
-			/* The very socket asked for, not a listener or a neighbour. */
-			if (m->id.idiag_sport == q.req.id.idiag_sport &&
+			/*
+			 * The very socket asked for, not a listener or a
+			 * neighbour, and still open: a client gone since
+			 * (closed: orphaned, or a TIME_WAIT sock, which
+			 * sock_diag reports as uid 0) is no one's.
+			 */
+			if (m->idiag_inode == 0)
+				err = -ENOTCONN;
+			else if (m->id.idiag_sport == q.req.id.idiag_sport &&
 			    m->id.idiag_dport == q.req.id.idiag_dport &&
 			    !memcmp(m->id.idiag_src, q.req.id.idiag_src, sizeof(m->id.idiag_src)) &&
 			    !memcmp(m->id.idiag_dst, q.req.id.idiag_dst, sizeof(m->id.idiag_dst))) {

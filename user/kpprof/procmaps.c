@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "objopen.h"
 #include "profile_write.h"
 
 int kpp_proc__read_maps(struct kpp_agg *a, uint32_t pid)
@@ -29,6 +30,13 @@ int kpp_proc__read_maps(struct kpp_agg *a, uint32_t pid)
 	int added = 0;
 	FILE *f;
 
+	const struct kpp_proc *p = kpp_agg__proc(a, pid);
+	/* Whose the process is: its records' uid (a new one: charged to root). */
+	uint32_t uid = p ? p->uid : 0;
+
+	/* Another process's mappings (a reused pid, a setuid exec) are not its. */
+	if (!kpp_pid_is_producers(pid, uid))
+		return -EPERM;
 	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -47,7 +55,7 @@ int kpp_proc__read_maps(struct kpp_agg *a, uint32_t pid)
 			continue;
 		snprintf(file, sizeof(file), "%s", line + n);
 		file[strcspn(file, "\n")] = '\0';
-		struct kpp_map m = { .start = start, .end = end, .path = file };
+		struct kpp_map m = { .start = start, .end = end, .uid = uid, .path = file };
 		int fd = kpp_open_mapped(pid, &m);
 
 		if (fd < 0 || kpp_elf__build_id_fd(fd, id, &id_len))

@@ -35,7 +35,7 @@
  * while waiting, for a delta window or for a cycle to end (settle).
  *
  * Limits (slow or abandoning clients): the whole request must arrive within
- * KPP_HTTP_READ_MS; a client has at most SERVE_PEER_CONNS connections at
+ * KPP_HTTP_READ_MS and the whole reply be taken within KPP_HTTP_WRITE_MS; a client has at most SERVE_PEER_CONNS connections at
  * once (per uid locally, per address remotely), more are closed at once;
  * deltas and plain requests have separate slots (SERVE_MAX_DELTAS, of which
  * SERVE_PEER_DELTAS per client, and SERVE_MAX_REQUESTS), so waiting deltas
@@ -67,6 +67,7 @@
 #include "profile_write.h"
 #include "rates.h"
 #include "session.h"
+#include "symbolz.h"
 #include "verbs.h"
 
 /* Plain requests (no ?seconds=) served at once; more are answered 503. */
@@ -109,6 +110,7 @@ struct serve_counts {
 	atomic_ullong host;		/* 403: Host header (DNS rebinding) */
 	atomic_ullong unknown_peer;	/* 403: the client's uid could not be learnt */
 	atomic_ullong abandoned;	/* deltas whose client hung up */
+	atomic_ullong symbol_cut;	/* /symbol addresses past KPP_SYMBOLZ_BUDGET_MS */
 };
 
 struct listener {
@@ -177,9 +179,17 @@ static int parse_listen(const char *arg, struct sockaddr_in *sa, char *host, siz
 	return 0;
 }
 
+/* pid= : that pid, and still the process the client was found to see. */
+struct one_pid {
+	uint32_t pid;
+	const struct kpp_pidset *set;
+};
+
 static bool pid_is(void *ctx, uint32_t pid)
 {
-	return pid == *(uint32_t *)ctx;
+	const struct one_pid *o = ctx;
+
+	return pid == o->pid && kpp_pidset__has((void *)o->set, pid);
 }
 
 static int64_t now_ms(void)
@@ -325,11 +335,13 @@ static void serve_counts_text(struct server *srv, char *buf, size_t len)
 	snprintf(buf, len,
 		 "http refused: %llu (connections per client), %llu (connections in all), "
 		 "%llu (busy), %llu (deltas), %llu (request too slow), %llu (Host), "
-		 "%llu (client unknown); deltas abandoned by their client: %llu",
+		 "%llu (client unknown); deltas abandoned by their client: %llu; "
+		 "symbol addresses not named (time budget): %llu",
 		 (unsigned long long)n->peer_conns, (unsigned long long)n->threads,
 		 (unsigned long long)n->busy, (unsigned long long)n->deltas,
 		 (unsigned long long)n->slow, (unsigned long long)n->host,
-		 (unsigned long long)n->unknown_peer, (unsigned long long)n->abandoned);
+		 (unsigned long long)n->unknown_peer, (unsigned long long)n->abandoned,
+		 (unsigned long long)n->symbol_cut);
 }
 
 /*
@@ -356,13 +368,13 @@ static void build_profile(struct server *srv, const struct profile_req *q, struc
 {
 	struct kpp_session *s = &srv->s;
 	struct kpp_write_opts o = { .allocs = q->allocs };
-	uint32_t pid32 = q->pid;
+	struct one_pid one = { q->pid, set };
 	struct kpp_view v;
 	int err;
 
 	kpp_session__learn_maps(s);
-	/* A pid= was checked against @set already. */
-	err = q->pid ? kpp_view__take(&v, s->agg, q->type, pid_is, &pid32)
+	/* A pid= was checked against @set already; its process, not a reused pid. */
+	err = q->pid ? kpp_view__take(&v, s->agg, q->type, pid_is, &one)
 		     : kpp_view__take(&v, s->agg, q->type, kpp_pidset__has, (void *)set);
 	if (!err && old) {
 		err = kpp_view__subtract(&v, old);
@@ -441,7 +453,7 @@ static void serve_profile(struct conn *c, const struct kpp_http_req *r, struct p
 	struct encoded out = { 0 };
 	struct kpp_pidset set;
 	struct kpp_view old;
-	uint32_t pid32 = q->pid;
+	struct one_pid one = { q->pid, &set };
 	char hdr[128];
 	bool known = true;
 	int fd = c->fd, err;
@@ -466,7 +478,7 @@ static void serve_profile(struct conn *c, const struct kpp_http_req *r, struct p
 		settle(srv);
 	if (q->seconds) {
 		pthread_mutex_lock(&srv->lock);
-		err = q->pid ? kpp_view__take(&old, s->agg, q->type, pid_is, &pid32)
+		err = q->pid ? kpp_view__take(&old, s->agg, q->type, pid_is, &one)
 			     : kpp_view__take(&old, s->agg, q->type, kpp_pidset__has, &set);
 		pthread_mutex_unlock(&srv->lock);
 	}
@@ -513,78 +525,6 @@ static void serve_profile(struct conn *c, const struct kpp_http_req *r, struct p
 
 /* ------------------------------------------------------------ symbol */
 
-struct name_ctx {
-	struct kpp_symbolizer *sym;
-	const struct kpp_pidset *set;
-	uint64_t pc;
-	char name[512];
-	bool found, conflict;
-};
-
-static int name_in(void *c, struct kpp_proc *p)
-{
-	struct name_ctx *ctx = c;
-	const struct kpp_map *m;
-	struct kpp_sym s;
-	const char *name;
-
-	if (!kpp_pidset__has((void *)ctx->set, p->pid))
-		return 0;
-	m = kpp_proc__map_for(p, ctx->pc);
-	/*
-	 * Go's FuncForPC(pc) names the function containing pc itself; the
-	 * lookup takes a return address and looks at the byte before it.
-	 */
-	if (!m || ctx->pc + 1 >= m->end ||
-	    kpp_symbolizer__lookup_pid(ctx->sym, p->pid, m, ctx->pc + 1, &s))
-		return 0;
-	/* Innermost, as Go's FuncForPC names an inlined call. */
-	name = s.nr_frames ? s.frames[0].name : s.name;
-	if (!name)
-		return 0;
-	if (!ctx->found) {
-		snprintf(ctx->name, sizeof(ctx->name), "%s", name);
-		ctx->found = true;
-	} else if (strcmp(ctx->name, name)) {
-		ctx->conflict = true;
-		return 1;
-	}
-	return 0;
-}
-
-/* symbol_words - resolve each "0xADDR" of @text (separated by '+' or '&'). */
-static void symbol_words(struct server *srv, struct kpp_agg *agg,
-			 const struct kpp_pidset *set, const char *text, uint32_t pid, FILE *f)
-{
-	while (*text) {
-		size_t n = strcspn(text, "+&");
-		char word[64], *end;
-
-		if (n < sizeof(word) && !memchr(text, '=', n)) {
-			memcpy(word, text, n);
-			word[n] = '\0';
-			uint64_t pc = strtoull(word, &end, 0);
-			struct name_ctx ctx = { .sym = srv->s.sym, .set = set, .pc = pc };
-
-			if (pc && !*end) {
-				if (pid) {
-					struct kpp_proc *p = kpp_agg__proc(agg, pid);
-
-					if (p)
-						name_in(&ctx, p);
-				} else {
-					kpp_agg__for_each_proc(agg, name_in, &ctx);
-				}
-				if (ctx.found && !ctx.conflict)
-					fprintf(f, "%#llx %s\n", (unsigned long long)pc, ctx.name);
-			}
-		}
-		text += n;
-		if (*text)
-			text++;
-	}
-}
-
 static void serve_symbol(struct conn *c, const struct kpp_http_req *r)
 {
 	struct server *srv = c->srv;
@@ -619,9 +559,11 @@ static void serve_symbol(struct conn *c, const struct kpp_http_req *r)
 	copy = err ? NULL : kpp_agg__copy_procs(srv->s.agg, pid);
 	pthread_mutex_unlock(&srv->lock);
 	if (copy) {
-		kpp_session__sym_lock(&srv->s);
-		symbol_words(srv, copy, &set, r->body ? r->body : r->query, pid, f);
-		kpp_session__sym_unlock(&srv->s);
+		uint64_t cut = kpp_symbolz__answer(&srv->s, copy, &set, r->body ? r->body : r->query,
+						   pid, f, KPP_SYMBOLZ_BUDGET_MS);
+
+		if (cut)
+			atomic_fetch_add(&srv->n.symbol_cut, cut);
 		kpp_agg__free(copy);
 	}
 	kpp_pidset__release(&set);
@@ -749,9 +691,11 @@ static void *conn_thread(void *arg)
 		kpp_http__error(c->fd, NULL, code, code == 413 ? "request body too large" :
 					     code == 408 ? "request not received in time" :
 					     "malformed request");
-	} else if (!c->unix_socket &&
-		   !kpp_http__host_ok(&r, srv->names, srv->nr_names, srv->any_ip)) {
-		/* A browser sent here by a name pointing at us (DNS rebinding). */
+	} else if (!kpp_http__host_ok(&r, srv->names, srv->nr_names, srv->any_ip)) {
+		/*
+		 * A browser sent here by a name pointing at us (DNS rebinding);
+		 * on the Unix socket too, which a TCP bridge (socat) may feed.
+		 */
 		atomic_fetch_add(&srv->n.host, 1);
 		kpp_http__error(c->fd, &r, 403, "Host header names another server; use localhost or 127.0.0.1");
 	} else if (!c->peer.all && !c->peer.known) {

@@ -79,6 +79,7 @@ struct object {
 	ino_t ino;
 	uint32_t uid;		/* charged to: the producer that made us open it */
 	uint32_t pid;		/* ... and its process, for its root (debuglink) */
+	uint32_t puid;		/* ... whose records' uid it must still be (objopen.c) */
 	char *real;		/* the object's path as that process sees it */
 	struct seg *segs;
 	size_t nr_segs;
@@ -632,7 +633,7 @@ static int find_debuglink(struct kpp_symbolizer *s, struct object *o, Elf *elf)
 		for (int i = 0; i < 2 && (!o->pid || budget); i++) {
 			snprintf(cand, sizeof(cand), i ? "%s/.debug/%s" : "%s/%s", dir, link);
 			if (o->pid)
-				fd = kpp_open_as_producer(o->pid, cand, true);
+				fd = kpp_open_as_producer(o->pid, o->puid, cand, true);
 			else
 				fd = kpp_openat2_regular(AT_FDCWD, cand, RESOLVE_NO_MAGICLINKS, true);
 			fd = crc_matches(s, o, fd, crc, budget);
@@ -1014,7 +1015,7 @@ static void resolve(struct kpp_symbolizer *s, struct mapent *e, uint32_t pid,
 		fd = kpp_open_map_files(pid, m, real, sizeof(real));
 		if (fd < 0 && m->path[0] == '/') {
 			if (claim_allowed(s, e->uid))
-				fd = kpp_open_as_producer(pid, m->path, false);
+				fd = kpp_open_as_producer(pid, m->uid, m->path, false);
 			if (fd < 0)
 				s->st.claims_refused++;
 			else
@@ -1058,6 +1059,7 @@ static void resolve(struct kpp_symbolizer *s, struct mapent *e, uint32_t pid,
 			o->dev = st.st_dev;
 			o->ino = st.st_ino;
 			o->pid = pid;
+			o->puid = m->uid;
 			o->real = real[0] ? strdup(real) : NULL;
 			pending_add(s, o, fd);
 			fd = -1;
