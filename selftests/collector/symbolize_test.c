@@ -837,7 +837,7 @@ TEST_F(sym, mappings_per_process_capped)
  * used only with the record's build-id and only if anyone may read the
  * file (a public library); a root-only copy is not.
  */
-TEST_F(sym, gone_process_public_file_only)
+TEST_F(sym, gone_process_opened_as_its_uid)
 {
 	uint64_t pc = (uintptr_t)dlsym(self->lib, "_ZN8kpp_demo4Shop8checkoutEi") + 8;
 	char real[4096], cmd[8192], secret[4096];
@@ -857,7 +857,15 @@ TEST_F(sym, gone_process_public_file_only)
 	ASSERT_EQ(0, system(cmd));
 	snprintf(secret, sizeof(secret), "%s/s/lib.so", self->dir);
 	m.path = secret;
+	m.uid = 65534;	/* a producer that could not read it */
 	EXPECT_EQ(-ENOENT, kpp_symbolizer__lookup_pid(self->s, gone, &m, pc, &out));
+	/* root's process could: opened with its records' uid (kpprof record's case) */
+	m.uid = 0;
+	m.end += 0x2000;	/* another mapping entry */
+	EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, gone, &m, pc, &out));
+	EXPECT_STREQ("kpp_demo::Shop::checkout", out.name);
+	m.uid = 65534;
+	m.end -= 0x2000;
 	/* the public library itself (the worktree is readable by all here) */
 	m.path = real;
 	m.end += 0x1000;	/* another mapping entry */

@@ -19,10 +19,12 @@
  *     and supplementary groups from /proc/PID/status; setfsuid drops
  *     CAP_DAC_OVERRIDE/READ_SEARCH): only what the producer itself could
  *     open.  A relative path, or a process that is gone, opens nothing.
- *  3. When the process is gone (its records are read late), PATH as the
+ *  3. When the process is gone or a zombie (its records are read late, as
+ *     `kpprof record` does before it reaps its command), PATH as the
  *     collector sees it, only for a record with a build-id (the caller
- *     checks the file has it) and only if anyone may read it (opened as
- *     nobody): a public file, no secret.  pid 0 (tests, tools): the same
+ *     checks the file has it), opened with the kernel-stamped uid of the
+ *     process's records as fsuid (fsgid nogroup, no supplementary
+ *     groups): what that user could read.  pid 0 (tests, tools): the same
  *     path, with our own rights.
  *
  * Every open is O_NONBLOCK (a FIFO cannot hang us), only a regular file is
@@ -286,7 +288,7 @@ int kpp_open_as_producer(uint32_t pid, uint32_t uid, const char *path, bool nofo
 	return fd;
 }
 
-int kpp_open_as_anyone(const char *path)
+int kpp_open_as_uid(uint32_t uid, const char *path)
 {
 	struct as_req *r;
 	int fd;
@@ -296,7 +298,7 @@ int kpp_open_as_anyone(const char *path)
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->uid = 65534;	/* nobody: no group, no rights but "others" */
+	r->uid = uid;	/* no group, no supplementary groups: owner or "others" */
 	r->gid = 65534;
 	fd = open_as(r, "/", path, false);
 	free(r);

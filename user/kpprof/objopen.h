@@ -24,8 +24,9 @@ int kpp_openat2_regular(int dfd, const char *path, uint64_t resolve, bool nofoll
  * @uid's (its records' uid).  -errno if it could not.
  */
 int kpp_open_as_producer(uint32_t pid, uint32_t uid, const char *path, bool nofollow);
-/* kpp_open_as_anyone - absolute @path as we see it, opened as nobody. */
-int kpp_open_as_anyone(const char *path);
+/* kpp_open_as_uid - absolute @path as we see it, opened with fsuid @uid,
+ * fsgid nogroup and no supplementary groups. */
+int kpp_open_as_uid(uint32_t uid, const char *path);
 /*
  * kpp_open_map_files - /proc/@pid/map_files/START-END of @m, and its target
  * as the process sees it in @real ("" if unknown); only while @pid is

@@ -322,6 +322,33 @@ static bool claim_allowed(struct kpp_symbolizer *s, uint32_t uid)
 	return true;
 }
 
+/*
+ * proc_gone - @pid has no memory left to open files through: reaped, or a
+ * zombie its parent has not reaped yet (`kpprof record` symbolizes before
+ * it reaps its command).
+ */
+static bool proc_gone(uint32_t pid)
+{
+	char path[32], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": comm may hold ')' itself; the state follows the last. */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 /* The owner of live process @pid (its euid; root when not dumpable), or -1. */
 static uint32_t pid_uid(uint32_t pid)
 {
@@ -1022,8 +1049,8 @@ static void resolve(struct kpp_symbolizer *s, struct mapent *e, uint32_t pid,
 				snprintf(real, sizeof(real), "%s", m->path);
 		}
 		/* Gone already: a public file with the record's build-id (checked below). */
-		if (fd < 0 && m->build_id_len && m->path[0] == '/' && kill(pid, 0) && errno == ESRCH) {
-			fd = kpp_open_as_anyone(m->path);
+		if (fd < 0 && m->build_id_len && m->path[0] == '/' && proc_gone(pid)) {
+			fd = kpp_open_as_uid(m->uid, m->path);
 			if (fd >= 0)
 				snprintf(real, sizeof(real), "%s", m->path);
 		}
