@@ -226,8 +226,13 @@ static void *sampler(void *a)
 {
 	(void)a;
 	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, NULL);
-	for (;;)
-		churn(1000);	/* each a record: a write(2), a cancellation point */
+	/* malloc is no cancellation point, with the shim or without (its
+	 * test-mode write is syscall(2)): the thread is cancelled between
+	 * samples, or by unwinding out of one from a handler. */
+	for (;;) {
+		churn(1000);
+		pthread_testcancel();
+	}
 	return NULL;
 }
 

@@ -72,16 +72,49 @@ static void samplers_dec(void)
 		atomic_store(&kpp.samplers, 0);
 }
 
+/* glibc's cleanup buffers of the old style, still exported (GLIBC_2.34). */
+extern void _pthread_cleanup_push(struct _pthread_cleanup_buffer *buffer,
+				  void (*routine)(void *), void *arg);
+extern void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *buffer, int execute);
+
+/*
+ * abandon - a signal handler that interrupted this thread's sampling path
+ * left it for good: a siglongjmp/longjmp to a frame older than the path's
+ * (glibc's longjmp runs the cleanup buffers of the frames it jumps over)
+ * or pthread_exit/cancellation (the forced unwind runs them too).  Without
+ * this the thread kept its guard (never sampled again), the count
+ * seccomp.c waits for stayed up (a seccomp filter install spun for ever),
+ * and the private stack was never freed (64 such jumps: no sample in the
+ * process).  Runs while the thread may still be on the private stack: that
+ * stack is freed at the thread's next sample (stackpool.c).
+ */
+static void abandon(void *arg)
+{
+	struct kpp_thread *t = arg;
+
+	kpp_stackpool_abandon(t);
+	kpp_set_abandon(t);
+	kpp_maps_abandon(t);
+	if (t->emitting) {
+		atomic_fetch_sub(&kpp.emitters, (int)t->emitting);
+		t->emitting = 0;
+	}
+	t->flushing = 0;
+	samplers_dec();
+	t->guard = 0;
+	atomic_fetch_add_explicit(&kpp.abandoned, 1, memory_order_relaxed);
+}
+
 /*
  * A sampling path takes no lock and never calls into the loader, so
  * asynchronous signals stay deliverable in it (a handler that samples
  * finds the guard and passes through) and nothing needs blocking around
- * a fork.  Deferred cancellation is held off for the path's duration
- * (pthread_setcancelstate: no syscall): a write(2) in test mode is a
- * cancellation point, and unwinding out of the path would leave its guard
- * and its count behind.
+ * a fork.  It has no cancellation point (test mode writes with
+ * syscall(2)) and leaves the cancel state alone: a handler that jumps out
+ * of the path would leave it disabled (pthread_cancel then never acts).
+ * A handler that leaves the path for good runs abandon() (@cb).
  */
-bool kpp_sample_begin(struct kpp_thread *t)
+bool kpp_sample_begin(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb)
 {
 	if (t->guard || atomic_load_explicit(&kpp.ready, memory_order_relaxed) != 1)
 		return false;
@@ -100,14 +133,14 @@ bool kpp_sample_begin(struct kpp_thread *t)
 		t->guard = 0;
 		return false;
 	}
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &t->saved_cancel);
+	_pthread_cleanup_push(cb, abandon, t);
 	return true;
 }
 
-void kpp_sample_end(struct kpp_thread *t)
+void kpp_sample_end(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb)
 {
+	_pthread_cleanup_pop(cb, 0);
 	samplers_dec();
-	pthread_setcancelstate(t->saved_cancel, NULL);
 	errno = t->saved_errno;
 	t->guard = 0;
 }
@@ -375,6 +408,7 @@ static void kpp_init(void)
 		return;
 	}
 	process_init();
+	kpp_stackpool_init();
 	if (pthread_atfork(fork_prepare, NULL, fork_child))
 		kpp_debug("pthread_atfork failed: children will not be profiled apart");
 	/*
@@ -409,10 +443,12 @@ static void kpp_fini(void)
 	for (int i = 0; i < 10000 && atomic_load(&kpp.samplers) > (t->guard ? 1 : 0); i++)
 		sched_yield();
 	kpp_emit_comm(KPPROF_COMM_EXIT);
-	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu, not sent (stopped) %llu, in sampling paths %d, frees held %llu, lost %llu, objects unsent %llu",
+	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu, not sent (stopped) %llu, in sampling paths %d, frees held %llu, lost %llu, objects unsent %llu, samples abandoned %llu, seccomp waits cut %llu",
 		  (unsigned long long)kpp.writes_ok, (unsigned long long)kpp.writes_dropped,
 		  (unsigned long long)kpp.writes_failed, (unsigned long long)kpp.table_full,
 		  (unsigned long long)kpp.unsent, atomic_load(&kpp.samplers),
 		  (unsigned long long)kpp.frees_held, (unsigned long long)kpp.frees_lost,
-		  (unsigned long long)kpp.maps_unsent);
+		  (unsigned long long)kpp.maps_unsent,
+		  (unsigned long long)kpp.abandoned,
+		  (unsigned long long)kpp.seccomp_unwaited);
 }

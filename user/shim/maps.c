@@ -133,8 +133,10 @@ static int take_buf(void)
 	for (int i = 0; i < NR_BUFS; i++) {
 		int free_ = 0;
 
-		if (atomic_compare_exchange_strong(&buf_busy[i], &free_, 1))
+		if (atomic_compare_exchange_strong(&buf_busy[i], &free_, 1)) {
+			kpp_thread.map_buf = i + 1;
 			return i;
+		}
 	}
 	return -1;
 }
@@ -202,6 +204,7 @@ static bool emit_object(const struct dl_find_object *o, struct sent *s)
 			atomic_store_explicit(&s->xend, end, memory_order_relaxed);
 		}
 	}
+	kpp_thread.map_buf = 0;
 	atomic_store_explicit(&buf_busy[b], 0, memory_order_release);
 	return sent_any;
 }
@@ -283,7 +286,16 @@ void kpp_maps_reset(void)
 	}
 	for (int i = 0; i < NR_BUFS; i++)
 		atomic_store(&buf_busy[i], 0);
+	kpp_thread.map_buf = 0;
 	atomic_store(&main_sent, 0);
+}
+
+void kpp_maps_abandon(struct kpp_thread *t)
+{
+	if (t->map_buf) {
+		atomic_store(&buf_busy[t->map_buf - 1], 0);
+		t->map_buf = 0;
+	}
 }
 
 /* After a dlclose: MUNMAP for every sent object that is gone. */
@@ -324,6 +336,8 @@ KPP_EXPORT int dlclose(void *handle)
 		return -1;
 	}
 	r = real(handle);
+	if (!r)		/* unwind_cache.c: rules of what was there go stale */
+		atomic_fetch_add_explicit(&kpp.unloads, 1, memory_order_release);
 	if (r || atomic_load(&kpp.ready) != 1 || t->guard)
 		return r;
 	saved = errno;

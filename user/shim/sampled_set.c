@@ -229,26 +229,44 @@ static int table_add(int i)
 	return 0;
 }
 
-static void lock_grow(void)
-{
-	int z = 0;
-
-	while (!atomic_compare_exchange_weak(&grow_lock, &z, 1)) {
-		z = 0;
-		sched_yield();
-	}
-}
+static _Atomic uint64_t grow_busy;	/* samples skipped: another thread grew */
 
 static bool trylock_grow(void)
 {
 	int z = 0;
 
-	return atomic_compare_exchange_strong(&grow_lock, &z, 1);
+	if (!atomic_compare_exchange_strong(&grow_lock, &z, 1))
+		return false;
+	kpp_thread.growing = 1;
+	return true;
+}
+
+/*
+ * lock_grow - bounded: the holder may be stopped in a signal handler for
+ * any time (a sampling path never waits without bound); false after about
+ * a thousand yields, and the caller skips its sample (counted).
+ */
+static bool lock_grow(void)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (trylock_grow())
+			return true;
+		sched_yield();
+	}
+	atomic_fetch_add_explicit(&grow_busy, 1, memory_order_relaxed);
+	return false;
 }
 
 static void unlock_grow(void)
 {
+	kpp_thread.growing = 0;
 	atomic_store(&grow_lock, 0);
+}
+
+void kpp_set_abandon(struct kpp_thread *t)
+{
+	if (t->growing)
+		unlock_grow();
 }
 
 int kpp_set_init(void)
@@ -372,7 +390,8 @@ bool kpp_set_insert(const void *p, uint64_t size)
 		return false;
 	if (unlikely(!n)) {
 		/* The first sample of the process: its start did not pay. */
-		lock_grow();
+		if (!lock_grow())
+			return false;
 		if (kpp_set_init())
 			kpp_debug("cannot map the sampled-address table");
 		unlock_grow();
@@ -388,7 +407,8 @@ bool kpp_set_insert(const void *p, uint64_t size)
 		    table_put(t, p, size))
 			break;
 		/* Newest table half full, or this address's buckets full. */
-		lock_grow();
+		if (!lock_grow())
+			return false;
 		now = atomic_load(&nr_tables);
 		if (now == n && (n == T_LEVELS || table_add(n))) {
 			unlock_grow();
@@ -467,8 +487,9 @@ bool kpp_set_remove(const void *p, uint64_t *size)
  * frees of blocks the parent sampled are not its own allocations as far
  * as the profile goes.  Replacing each mapping is O(1); the filter levels
  * are cleared the same way and the arena marks put back, because arena
- * blocks may still be freed.  The prepare handler waited for every thread
- * inside a sampling path, so no grow was under way at the fork.
+ * blocks may still be freed.  Fork handlers do not wait: a grow under way
+ * in another thread at the fork is dropped with its lock (the child never
+ * published its level or table).
  */
 void kpp_set_reset(void)
 {
@@ -517,7 +538,8 @@ static void set_report(void)
 	if (!atomic_load(&nr_tables))
 		return;
 	kpp_set_stats(&st);
-	kpp_debug("sampled set: live %llu (peak %llu), filter 2^%u counters (grown %llu times), %u tables, samples lost (table full) %llu",
+	kpp_debug("sampled set: live %llu (peak %llu), filter 2^%u counters (grown %llu times), %u tables, samples lost (table full) %llu, skipped (another thread growing) %llu",
 		  (unsigned long long)st.live, (unsigned long long)st.peak, st.filter_bits,
-		  (unsigned long long)st.filter_grows, st.tables, (unsigned long long)st.lost);
+		  (unsigned long long)st.filter_grows, st.tables, (unsigned long long)st.lost,
+		  (unsigned long long)atomic_load(&grow_busy));
 }

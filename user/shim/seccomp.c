@@ -116,11 +116,22 @@ static void stop_for_filter(void)
 	prev = atomic_exchange(&kpp.stopped, KPP_STOP_SECCOMP);
 	if (prev || atomic_load(&kpp.ready) != 1)
 		return;		/* already quiet, or never started */
-	/* Pairs with kpp_sample_begin() and kpp_emit(): they announce
-	 * themselves, then check the flag. */
-	while (atomic_load(&kpp.samplers) > self_sampling ||
-	       atomic_load(&kpp.emitters) > self_emitting)
+	/*
+	 * Pairs with kpp_sample_begin() and kpp_emit(): they announce
+	 * themselves, then check the flag.  Bounded (a sampling thread may
+	 * sit in a signal handler for any time): after a second the filter
+	 * goes in anyway, and a sample still under way may meet it (counted).
+	 */
+	for (uint64_t t0 = kpp_now_ns();
+	     atomic_load(&kpp.samplers) > self_sampling ||
+	     atomic_load(&kpp.emitters) > self_emitting;) {
+		if (kpp_now_ns() - t0 > 1000000000ULL) {
+			atomic_fetch_add(&kpp.seccomp_unwaited, 1);
+			kpp_debug("seccomp: a thread still in a sampling path after 1 s; not waiting");
+			break;
+		}
 		sched_yield();
+	}
 	memset(&note, 0, sizeof(note));
 	note.hdr.kind = KPPROF_REC_NOTE;
 	note.hdr.size = sizeof(note);

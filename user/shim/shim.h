@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <link.h>
+#include <pthread.h>
 #include <linux/types.h>
 #include "kpprof.h"
 
@@ -134,7 +135,9 @@ struct kpp_thread {
 	uint32_t emitting;
 	uint32_t flushing;		/* inside emit.c's flush_held() */
 	uint32_t stack_slot;		/* private stack in use + 1, 0: none */
-	int saved_cancel;		/* cancel state on entry to a sampling path */
+	uint32_t orphan_slot;		/* private stack of an abandoned sample + 1 */
+	uint32_t growing;		/* holds sampled_set.c's grow lock */
+	int map_buf;			/* maps.c record buffer held + 1, 0: none */
 };
 extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
 
@@ -153,6 +156,7 @@ struct kpp_global {
 	uintptr_t self_lo, self_hi;	/* the shim's own text, skipped in stacks */
 	_Atomic int ready;		/* 1 once init finished: sampling allowed */
 	_Atomic int samplers;		/* threads inside a sampling path */
+	_Atomic uint32_t unloads;	/* dlclose calls: unwind rules go stale */
 	_Atomic uint64_t writes_ok, writes_dropped, writes_failed;
 	_Atomic uint64_t table_full;
 	_Atomic int stopped;		/* KPP_STOP_*: nothing more is emitted */
@@ -162,6 +166,8 @@ struct kpp_global {
 	_Atomic uint64_t frees_held;	/* FREEs retried after a full ring */
 	_Atomic uint64_t frees_lost;	/* ... that could not be held */
 	_Atomic int no_heap;		/* our malloc is not the program's (alloc_check.c) */
+	_Atomic uint64_t seccomp_unwaited; /* filters installed beside a sample */
+	_Atomic uint64_t abandoned;	/* samples a signal handler jumped out of */
 	_Atomic uint64_t maps_unsent;	/* objects whose MMAP could not be sent */
 	int pid;			/* this process (init.c: new-process checks) */
 	const volatile int *_Atomic alive; /* 1 on a MADV_WIPEONFORK page */
@@ -189,10 +195,14 @@ int64_t kpp_env_u64(const char *name, uint64_t max) KPP_HIDDEN;
 /*
  * kpp_sample_begin - enter a sampling path: returns false (do not sample)
  * when the shim is not ready, a fork is being prepared, or the thread is
- * already inside the shim.  On true, pair with kpp_sample_end().
+ * already inside the shim.  On true, pair with kpp_sample_end() in the
+ * same frame: @cb, in the caller's frame, is a cleanup buffer glibc runs
+ * if a signal handler leaves the path for good (siglongjmp or longjmp to
+ * an older frame, pthread_exit, cancellation): init.c's abandon() gives
+ * back the guard, the counts, the private stack and the locks it held.
  */
-bool kpp_sample_begin(struct kpp_thread *t) KPP_HIDDEN;
-void kpp_sample_end(struct kpp_thread *t) KPP_HIDDEN;
+bool kpp_sample_begin(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb) KPP_HIDDEN;
+void kpp_sample_end(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb) KPP_HIDDEN;
 
 /* --------------------------------------------------------- random */
 
@@ -244,6 +254,8 @@ bool kpp_set_remove(const void *p, uint64_t *size) KPP_HIDDEN;
 void kpp_set_mark(const void *p) KPP_HIDDEN;
 /* kpp_set_reset - forget every entry (the child after fork). */
 void kpp_set_reset(void) KPP_HIDDEN;
+/* kpp_set_abandon - release the grow lock an abandoned sample held. */
+void kpp_set_abandon(struct kpp_thread *t) KPP_HIDDEN;
 struct kpp_set_stats {
 	uint64_t live, peak;		/* sampled blocks not yet freed */
 	unsigned int filter_bits;	/* log2 of the filter's counters */
@@ -276,6 +288,10 @@ void kpp_unwind_fork_child(bool parent_threaded) KPP_HIDDEN;
 bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
 			  void *arg) KPP_HIDDEN;
 void kpp_stackpool_fork_child(struct kpp_thread *t) KPP_HIDDEN;
+/* An abandoned sample's stack: freed now, or once the thread is off it. */
+void kpp_stackpool_abandon(struct kpp_thread *t) KPP_HIDDEN;
+void kpp_stackpool_orphan(struct kpp_thread *t) KPP_HIDDEN;
+void kpp_stackpool_init(void) KPP_HIDDEN;
 /* The unwind-rule cache of the thread's private stack, NULL outside one. */
 #define KPP_UNWIND_CACHE_BYTES	(16 << 10)
 void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
@@ -331,6 +347,8 @@ void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
  * (maps.c: _dl_find_object, no lock); kpp_maps_reset - send them again. */
 void kpp_maps_send(const __u64 *pcs, unsigned int n) KPP_HIDDEN;
 void kpp_maps_reset(void) KPP_HIDDEN;
+/* kpp_maps_abandon - give back the record buffer an abandoned sample held. */
+void kpp_maps_abandon(struct kpp_thread *t) KPP_HIDDEN;
 /* kpp_maps_find_self - the shim's own text and the dynamic loader's. */
 void kpp_maps_find_self(void) KPP_HIDDEN;
 

@@ -22,6 +22,7 @@
  * handler there too (unless the handler has its own sigaltstack): the
  * stacks are large enough for a handler, not for deep recursion in one.
  */
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include "shim.h"
@@ -85,11 +86,73 @@ static void *slot_stack(int i)
 	return s;
 }
 
+/* Is the thread running on slot @i's stack (a handler's frames)? */
+static bool on_slot(int i)
+{
+	char *s = atomic_load_explicit(&stacks[i], memory_order_relaxed);
+	char here;
+
+	return s && &here >= s && &here < s + KPP_GUARD_SIZE + KPP_STACK_SIZE;
+}
+
+/*
+ * A thread that left a sample for good (init.c's abandon) with its slot:
+ * glibc runs abandon() before it leaves the handler's frames, which may be
+ * on this very stack, so the slot is freed once the thread is off it: at
+ * its next sample, or at its exit (pthread_exit from the handler) by the
+ * key's destructor, which runs on the thread's own stack.
+ */
+static pthread_key_t orphan_key;
+static bool orphan_key_ok;
+
+static void orphan_exit(void *slot)
+{
+	release((int)(uintptr_t)slot - 1);
+}
+
+void kpp_stackpool_init(void)
+{
+	orphan_key_ok = !pthread_key_create(&orphan_key, orphan_exit);
+}
+
+void kpp_stackpool_abandon(struct kpp_thread *t)
+{
+	int i = (int)t->stack_slot - 1;
+
+	t->stack_slot = 0;
+	if (i < 0)
+		return;
+	if (!on_slot(i)) {
+		release(i);
+		return;
+	}
+	t->orphan_slot = (uint32_t)i + 1;
+	/* A key made at start is a store into the thread's own array. */
+	if (orphan_key_ok)
+		pthread_setspecific(orphan_key, (void *)(uintptr_t)t->orphan_slot);
+}
+
+void kpp_stackpool_orphan(struct kpp_thread *t)
+{
+	int i = (int)t->orphan_slot - 1;
+
+	if (i >= 0 && !on_slot(i)) {
+		t->orphan_slot = 0;
+		if (orphan_key_ok)
+			pthread_setspecific(orphan_key, NULL);
+		release(i);
+	}
+}
+
 bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
 			  void *arg)
 {
-	int i = claim();
+	int i;
 	char *s;
+
+	if (unlikely(t->orphan_slot))
+		kpp_stackpool_orphan(t);
+	i = claim();
 
 	if (i < 0) {
 		atomic_fetch_add_explicit(&busy, 1, memory_order_relaxed);
@@ -122,7 +185,17 @@ void kpp_stackpool_fork_child(struct kpp_thread *t)
 {
 	/* Only the forking thread exists in the child: a fork from a signal
 	 * handler that interrupted this thread's own sample keeps its slot. */
-	atomic_store(&slots_used, t->stack_slot ? 1ULL << (t->stack_slot - 1) : 0);
+	uint64_t keep = t->stack_slot ? 1ULL << (t->stack_slot - 1) : 0;
+
+	/* Its abandoned slot too, while it still runs on it. */
+	if (t->orphan_slot && on_slot((int)t->orphan_slot - 1))
+		keep |= 1ULL << (t->orphan_slot - 1);
+	else if (t->orphan_slot) {
+		t->orphan_slot = 0;
+		if (orphan_key_ok)
+			pthread_setspecific(orphan_key, NULL);
+	}
+	atomic_store(&slots_used, keep);
 }
 
 uint64_t kpp_stackpool_skipped(void)

@@ -10,8 +10,10 @@
  * to the private stack the sample runs on (stackpool.c: one thread at a
  * time, so no synchronisation).  A rule is found again only for the same
  * pc in the same object (its .eh_frame, from glibc's lock-free
- * _dl_find_object, a few ns): an object unloaded and another loaded at
- * its address misses.  Anything else -- a signal frame, a CFA or a saved
+ * _dl_find_object, a few ns).  Another object loaded where one was
+ * unloaded may have its .eh_frame at the same address and other code at
+ * the same pc: every dlclose (maps.c counts them in kpp.unloads) empties
+ * each cache before its next walk.  Anything else -- a signal frame, a CFA or a saved
  * register given by a DWARF expression, a CFA on another register
  * (stack realignment) -- and the whole stack is taken by libgcc's
  * _Unwind_Backtrace instead (stack.c).
@@ -39,7 +41,13 @@ struct rule {
 	uint8_t kind;
 };
 
-#define CACHE_ENTRIES	(KPP_UNWIND_CACHE_BYTES / sizeof(struct rule))
+/* The cache: a header (the dlclose count its rules were found at), rules. */
+struct cache_hdr {
+	uint32_t unloads;
+	uint32_t pad[15];
+};
+
+#define CACHE_ENTRIES	((KPP_UNWIND_CACHE_BYTES - sizeof(struct cache_hdr)) / sizeof(struct rule))
 
 /* libgcc's, under private names (Makefile). */
 struct dwarf_eh_bases {
@@ -403,7 +411,9 @@ static void find_rule(struct rule *r, uint64_t pc)
 int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int max,
 		     bool (*in_self)(uintptr_t))
 {
-	struct rule *rules = cache;
+	struct cache_hdr *hdr = cache;
+	struct rule *rules = (struct rule *)(hdr + 1);
+	uint32_t unloads = atomic_load_explicit(&kpp.unloads, memory_order_acquire);
 	/* The frame that called switch.S, from the frame record it left. */
 	uintptr_t pc = ((const uintptr_t *)caller_fp)[1];
 	uintptr_t rsp = caller_fp + 16;
@@ -413,6 +423,10 @@ int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int 
 
 	if (max > KPPROF_STACK_DEPTH_MAX)
 		max = KPPROF_STACK_DEPTH_MAX;
+	if (unlikely(hdr->unloads != unloads)) {
+		memset(rules, 0, CACHE_ENTRIES * sizeof(*rules));
+		hdr->unloads = unloads;
+	}
 	while (n < max && pc && frames++ < max + 64) {
 		struct dl_find_object dlfo;
 		struct rule *r;

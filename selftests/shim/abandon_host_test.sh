@@ -1,0 +1,56 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# A signal handler that leaves a sampling path for good, on the host in
+# test mode at rate 1 (abandon.c): a siglongjmp out of the handler, or
+# pthread_exit in it.  glibc runs the path's cleanup buffer (init.c's
+# abandon()): the cancel state stays the program's, the count seccomp.c
+# waits for comes back down (a seccomp filter installs), every private
+# stack comes back (the main thread's 1000 allocations of 12345 bytes are
+# all recorded after 200 threads ended mid-sample), and a jump that stays
+# inside the handler abandons nothing.
+# usage: selftests/shim/abandon_host_test.sh [SHIM.so...]
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/selftests/lib/tap.sh"
+. "$top/selftests/shim/test_config.sh"
+d=$top/selftests/shim
+[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
+tmp=$(mktemp -d /tmp/shim-abandon.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+T=60	# seconds: longer is a hang (the unfixed shim spins in seccomp.c)
+
+tap_plan
+shim_test_config 1 1 1 >"$tmp/cfg" || { tap_fail "config file"; tap_done; }
+
+shimmed() {
+	local lib=$1
+	shift
+	rm -f "$tmp/sink"
+	KPPROF_DEBUG=1 KPPROF_EXCLUDE_FILE=$tmp/none KPPROF_TEST_CONFIG=$tmp/cfg \
+		KPPROF_TEST_SINK=$tmp/sink LD_PRELOAD=$lib timeout -s KILL $T "$@"
+}
+
+for lib in "$@"; do
+	lib=$(realpath "$lib")
+	b=$(basename "$lib")
+
+	out=$(shimmed "$lib" "$d/abandon" jump 200 2>&1); rc=$?
+	[ $rc = 0 ] && grep -q '^ok: cancel state' <<<"$out" &&
+		grep -q '^ok: seccomp filter installed' <<<"$out" &&
+		tap_ok "$b: 200 siglongjmps out of a handler: cancel state kept, seccomp installs" ||
+		tap_fail "$b: siglongjmp out of a handler" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
+
+	out=$(shimmed "$lib" "$d/abandon" exit 200 2>&1); rc=$?
+	n=$("$d/shim_reader" --decode "$tmp/sink" 2>/dev/null |
+		awk '$1 == "ALLOC" && $6 == 12345' | wc -l)
+	[ $rc = 0 ] && [ "$n" = 1000 ] && grep -q '^ok: seccomp filter installed' <<<"$out" &&
+		tap_ok "$b: 200 threads ended by pthread_exit in a handler: 1000 of 1000 samples after, seccomp installs" ||
+		tap_fail "$b: pthread_exit in a handler" "rc $rc, $n of 1000 samples after: $(grep -v '^kpprof' <<<"$out")"
+
+	out=$(shimmed "$lib" "$d/abandon" inner 2000 2>&1); rc=$?
+	[ $rc = 0 ] && grep -q '^ok: 2000 jumps' <<<"$out" &&
+		grep -q 'samples abandoned 0,' <<<"$out" &&
+		tap_ok "$b: 2000 jumps inside a handler abandon nothing" ||
+		tap_fail "$b: jumps inside a handler" "rc $rc: $out"
+done
+tap_done

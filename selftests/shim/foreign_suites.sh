@@ -1,0 +1,98 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Other projects' test suites, as Debian ships them, run plainly and under
+# the shim in test mode (KPPROF_TEST_CONFIG, records written to /dev/null)
+# at the default rates (heap 512 KiB, no lock profiles) and at rate 1
+# (every allocation and every contended lock sampled).  Issue 15's proof:
+# every test that passes plainly passes under the shim, none takes more
+# than twice as long.  Not in host.list: it runs for tens of minutes.
+#
+#   python3: python3 -m test, one module at a time (libpython3.11-testsuite)
+#            modules of threads, subprocess, signals, os, ctypes, fork;
+#   glib, gdk-pixbuf (or any other directory of /usr/share/installed-tests):
+#            each .test's Exec (libglib2.0-tests, gdk-pixbuf-tests).  dbus's
+#            (dbus-tests) need a session bus: all fail plainly here.
+# Timings on a shared, loaded machine are noisy: rerun a SLOW test alone.
+#
+# usage: selftests/shim/foreign_suites.sh [-s 'SUITE...'] [SHIM.so]
+# Prints one line per test and mode ("test mode rc seconds"), a verdict
+# per test (OK, FAIL: passes plainly but not under the shim, SLOW: more
+# than 2x and more than 1 s slower) and totals; exit 1 if any FAIL or SLOW.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/selftests/shim/test_config.sh"
+suites="python glib gdk-pixbuf"
+if [ "${1:-}" = -s ]; then suites=$2; shift 2; fi
+lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
+tmp=$(mktemp -d /tmp/shim-foreign.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+T=${T:-900}	# seconds: one test run longer than this counts as a failure
+shim_test_config 524288 0 0 >"$tmp/default" || exit 2
+shim_test_config 1 1 1 >"$tmp/rate1" || exit 2
+bad=0
+declare -A n
+
+# run MODE NAME DIR CMD...: prints "NAME MODE rc seconds", sets $rc $secs.
+run() {
+	local mode=$1 name=$2 dir=$3 t0 t1
+	shift 3
+	t0=$(date +%s.%N)
+	if [ "$mode" = plain ]; then
+		(cd "$dir" && timeout -s KILL "$T" "$@") >"$tmp/out" 2>&1
+	else
+		(cd "$dir" && KPPROF_EXCLUDE_FILE=$tmp/none KPPROF_TEST_CONFIG=$tmp/$mode \
+			LD_PRELOAD=$lib timeout -s KILL "$T" "$@") >"$tmp/out" 2>&1
+	fi
+	rc=$?
+	t1=$(date +%s.%N)
+	secs=$(echo "$t1 - $t0" | bc)
+	printf '%s %s rc %d %.1f s\n' "$name" "$mode" "$rc" "$secs"
+}
+
+# one SUITE NAME DIR CMD...: the three modes and a verdict.
+one() {
+	local suite=$1 name=$2 dir=$3 prc psecs verdict=OK mode
+	shift 3
+	run plain "$name" "$dir" "$@"
+	prc=$rc psecs=$secs
+	n[$suite.plain.$([ $prc = 0 ] && echo pass || echo fail)]=$((${n[$suite.plain.$([ $prc = 0 ] && echo pass || echo fail)]:-0} + 1))
+	for mode in default rate1; do
+		run $mode "$name" "$dir" "$@"
+		local v=$([ $rc = 0 ] && echo pass || echo fail)
+		n[$suite.$mode.$v]=$((${n[$suite.$mode.$v]:-0} + 1))
+		if [ $prc = 0 ] && [ $rc != 0 ]; then
+			verdict="${verdict#OK}${verdict:+ }FAIL($mode)"
+			verdict=${verdict# }
+			sed 's/^/#   /' "$tmp/out" | tail -20
+		elif [ $prc = 0 ] && [ "$(echo "$secs > 2 * $psecs && $secs > $psecs + 1" | bc)" = 1 ] &&
+		     [ $rc = 0 ]; then
+			verdict="${verdict#OK} SLOW($mode)"
+			verdict=${verdict# }
+		fi
+	done
+	echo "$name: $verdict"
+	[ "$verdict" = OK ] || bad=$((bad + 1))
+}
+
+for suite in $suites; do
+	case $suite in
+	python)
+		for m in test_threading test_thread test_subprocess test_signal test_os \
+			 test_ctypes test_fork1 test_threadsignals; do
+			one python "python:$m" "$tmp" /usr/bin/python3 -m test -j1 "$m"
+		done ;;
+	*)	# GNOME-style installed tests: /usr/share/installed-tests/SUITE
+		for f in /usr/share/installed-tests/"$suite"/*.test; do
+			exe=$(sed -n 's/^Exec=//p' "$f")
+			[ -n "$exe" ] || continue
+			# Exec= is a command line, with quotes
+			one "$suite" "$suite:$(basename "$f" .test)" \
+				/usr/libexec/installed-tests/"$suite" sh -c "exec $exe"
+		done ;;
+	esac
+done
+for k in $(printf '%s\n' "${!n[@]}" | sort); do
+	echo "# Totals: $k ${n[$k]}"
+done
+echo "# verdicts not OK: $bad"
+[ $bad = 0 ]
