@@ -135,7 +135,7 @@ TEST(set_stats)
 
 struct grow_arg {
 	int id;
-	long false_neg, errors;
+	long false_neg, errors, skipped;
 };
 
 /*
@@ -149,22 +149,30 @@ static void *set_grow_churn(void *p)
 	const size_t n = 60000;
 	uint64_t size;
 
+	static _Thread_local uint8_t in[60000];
+
 	for (size_t i = 0; i < n; i++) {
 		void *k = (void *)(uintptr_t)(((uint64_t)a->id << 36) + 0x10000 + 32 * i);
 
-		if (!kpp_set_insert(k, i)) {
-			a->errors++;
-			continue;
-		}
-		/* every 64th: all of ours so far must still be seen */
+		/*
+		 * A refused insert is a sample skipped, not lost: the grow lock
+		 * is waited for a bounded time only (another thread may be
+		 * stopped holding it), so a loaded machine may skip a few.
+		 * Every insert that succeeded must be found and removed.
+		 */
+		in[i] = kpp_set_insert(k, i);
+		a->skipped += !in[i];
+		/* every 4096th: all of ours so far must still be seen */
 		if (i % 4096 == 0)
 			for (size_t j = 0; j <= i; j++)
-				a->false_neg += !kpp_set_maybe((void *)(uintptr_t)
+				a->false_neg += in[j] && !kpp_set_maybe((void *)(uintptr_t)
 					(((uint64_t)a->id << 36) + 0x10000 + 32 * j));
 	}
 	for (size_t i = 0; i < n; i++) {
 		void *k = (void *)(uintptr_t)(((uint64_t)a->id << 36) + 0x10000 + 32 * i);
 
+		if (!in[i])
+			continue;
 		a->false_neg += !kpp_set_maybe(k);
 		if (!kpp_set_remove(k, &size) || size != i)
 			a->errors++;
@@ -187,6 +195,10 @@ TEST(set_grow_concurrent)
 		pthread_join(t[i], NULL);
 		EXPECT_EQ(0, a[i].false_neg);
 		EXPECT_EQ(0, a[i].errors);
+		/* Skips need a grow to outlast a thousand yields: rare. */
+		EXPECT_GT(60000 / 100, a[i].skipped);
+		if (a[i].skipped)
+			TH_LOG("thread %d: %ld inserts skipped (grow lock busy)", i, a[i].skipped);
 	}
 	kpp_set_stats(&st);
 	TH_LOG("filter 2^%u after %llu grows, %u tables", st.filter_bits,
