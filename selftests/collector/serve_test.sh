@@ -143,8 +143,9 @@ else
 	tap_diag "$(cat "$out"/code* | sort | uniq -c)"
 	tap_fail "bound: $n200 x 200, $n503 x 503, $n000 closed"
 fi
-# A delta window in which more than 64 processes exit (the keep-64 policy
-# drops the oldest, renumbering buckets): still 200, with their allocations.
+# A delta window in which more than 64 processes of one uid exit (a uid
+# keeps 64 exited processes: its oldest are dropped, renumbering buckets):
+# still 200, with the allocations of those kept.
 # The window opens when the server has the request (wait for its
 # connection) and is long enough for 80 processes under ASan in TCG on a
 # loaded host; if they outlast it, the test says so.

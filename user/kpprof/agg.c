@@ -72,7 +72,7 @@
 #define DEFAULT_MAX_STACKS	(1u << 20)
 #define DEFAULT_MAX_STACK_PCS	(1u << 25)	/* 256 MiB of frames */
 #define DEFAULT_MAX_LIVE	(1u << 22)
-#define DEFAULT_MAX_EXITED	64
+#define DEFAULT_MAX_EXITED	256
 #define DEFAULT_MAX_UID_PROCS	8192
 #define PROC_HASH		1024
 #define UID_HASH		256
