@@ -226,6 +226,25 @@ void kpp_emit_comm(__u32 reason)
  * thread's stack.  A sample is skipped (counted) when no private stack is
  * free.
  */
+/*
+ * stack_record - capture the stack into @pcs (the tail of a record whose
+ * fixed part, header first, is @fixed bytes), send the mappings its pcs
+ * need and fill the header: the record's size, 0 for no stack (a record
+ * needs at least one frame).
+ */
+static size_t stack_record(struct kpp_thread *t, uintptr_t caller_fp,
+			   struct kpprof_record *h, __u64 *pcs, size_t fixed, __u16 kind)
+{
+	unsigned int n = kpp_stack(t, caller_fp, pcs, t->max_depth);
+	size_t size = fixed + n * sizeof(__u64);
+
+	if (!n)
+		return 0;
+	kpp_maps_send(pcs, n);
+	header(h, kind, (__u16)n, size);
+	return size;
+}
+
 struct alloc_job {
 	struct kpp_thread *t;
 	const void *addr;
@@ -240,14 +259,11 @@ static void alloc_body(void *arg, uintptr_t caller_fp)
 		struct kpprof_rec_alloc r;
 		__u64 pcs[KPPROF_STACK_DEPTH_MAX];
 	} b;
-	unsigned int n = kpp_stack(j->t, caller_fp, b.r.pcs, j->t->max_depth);
-	size_t size;
+	size_t size = stack_record(j->t, caller_fp, &b.r.hdr, b.r.pcs, sizeof(b.r),
+				   KPPROF_REC_ALLOC);
 
-	if (!n)
-		return;	/* a record needs at least one frame */
-	kpp_maps_send(b.r.pcs, n);
-	size = sizeof(b.r) + n * sizeof(__u64);
-	header(&b.r.hdr, KPPROF_REC_ALLOC, (__u16)n, size);
+	if (!size)
+		return;
 	b.r.addr = (uintptr_t)j->addr;
 	b.r.bytes = j->bytes;
 	b.r.rate = j->rate;
@@ -287,14 +303,10 @@ static void contention_body(void *arg, uintptr_t caller_fp)
 		struct kpprof_rec_contention r;
 		__u64 pcs[KPPROF_STACK_DEPTH_MAX];
 	} b;
-	unsigned int n = kpp_stack(j->t, caller_fp, b.r.pcs, j->t->max_depth);
-	size_t size;
+	size_t size = stack_record(j->t, caller_fp, &b.r.hdr, b.r.pcs, sizeof(b.r), j->kind);
 
-	if (!n)
+	if (!size)
 		return;
-	kpp_maps_send(b.r.pcs, n);
-	size = sizeof(b.r) + n * sizeof(__u64);
-	header(&b.r.hdr, j->kind, (__u16)n, size);
 	b.r.delay_ns = j->delay_ns ? j->delay_ns : 1;
 	b.r.rate = j->rate;
 	b.r.lock = (uintptr_t)j->lock;
