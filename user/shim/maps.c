@@ -373,51 +373,14 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /*
- * The dynamic loader (its load address is AT_BASE): the range of its
- * text, and its struct r_debug as the main program's DT_DEBUG entry
- * points to it (what debuggers read; the _r_debug symbol would do too,
- * unless the program has a copy relocation of it, which goes stale).
- */
-static int find_loader(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct self_search *s = data;
-	bool first = !kpp.r_debug;
-
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (first && ph->p_type == PT_DYNAMIC) {
-			for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
-			     d->d_tag != DT_NULL; d++)
-				if (d->d_tag == DT_DEBUG && d->d_un.d_ptr)
-					kpp.r_debug = (const struct r_debug *)d->d_un.d_ptr;
-		}
-		if (info->dlpi_addr == s->pc && ph->p_type == PT_LOAD &&
-		    (ph->p_flags & PF_X)) {
-			s->lo = info->dlpi_addr + ph->p_vaddr;
-			s->hi = s->lo + ph->p_memsz;
-		}
-	}
-	if (!kpp.r_debug)
-		kpp.r_debug = &_r_debug;
-	return s->hi != 0;
-}
-
-/*
- * kpp_maps_find_self - the shim's own text, whose frames stacks skip, and
- * the dynamic loader's text and r_debug (stack.c: when libunwind may be
- * dlopen'ed).  No syscall.
+ * kpp_maps_find_self - the shim's own text, whose frames stacks skip.
+ * No syscall.
  */
 void kpp_maps_find_self(void)
 {
 	struct self_search s = { (uintptr_t)&kpp_maps_find_self, 0, 0 };
-	struct self_search ld = { (uintptr_t)getauxval(AT_BASE), 0, 0 };
 
 	dl_iterate_phdr(find_self, &s);
 	kpp.self_lo = s.lo;
 	kpp.self_hi = s.hi;
-	dl_iterate_phdr(find_loader, &ld);
-	kpp.ldso_lo = ld.lo;
-	kpp.ldso_hi = ld.hi;
 }

@@ -172,9 +172,6 @@ struct kpp_global {
 	int pid;			/* this process (init.c: new-process checks) */
 	const volatile int *_Atomic alive; /* 1 on a MADV_WIPEONFORK page */
 	int fork_threaded;		/* fork_prepare: other threads had run */
-	int fork_no_dlopen;		/* forked child: never dlopen (stack.c) */
-	uintptr_t ldso_lo, ldso_hi;	/* the dynamic loader's text (stack.c) */
-	const struct r_debug *r_debug;	/* the loader's, for r_state (stack.c) */
 };
 
 /* Why the shim stopped emitting (kpp.stopped). */
@@ -349,7 +346,7 @@ void kpp_maps_send(const __u64 *pcs, unsigned int n) KPP_HIDDEN;
 void kpp_maps_reset(void) KPP_HIDDEN;
 /* kpp_maps_abandon - give back the record buffer an abandoned sample held. */
 void kpp_maps_abandon(struct kpp_thread *t) KPP_HIDDEN;
-/* kpp_maps_find_self - the shim's own text and the dynamic loader's. */
+/* kpp_maps_find_self - the shim's own text, whose frames stacks skip. */
 void kpp_maps_find_self(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- heap & locks */
