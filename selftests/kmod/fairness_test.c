@@ -190,6 +190,24 @@ struct many_shared {
 	__u64 other[80];
 };
 
+/* flood_until_dropped - writer @i writes until 5 records are refused. */
+static void flood_until_dropped(int pfd, unsigned char *buf, struct many_shared *sh,
+				unsigned int i)
+{
+	__u64 seq = 0;
+
+	while (sh->dropped[i] < 5 && sh->ok[i] < (1 << 20)) {
+		int err = dev__write(pfd, buf, rec_build__alloc(buf, 8, seq++));
+
+		if (!err)
+			sh->ok[i]++;
+		else if (err == -ENOBUFS)
+			sh->dropped[i]++;
+		else
+			sh->other[i]++;
+	}
+}
+
 static void flood_in_turn(struct __test_metadata *_metadata, int pfd,
 			  struct many_shared *sh, unsigned int n, uid_t first_uid)
 {
@@ -202,20 +220,10 @@ static void flood_in_turn(struct __test_metadata *_metadata, int pfd,
 		ASSERT_LE(0, pid);
 		if (pid == 0) {
 			unsigned char *buf = calloc(1, KPP_REC_BUF_MAX);
-			__u64 seq = 0;
 
 			if (!buf || become(first_uid + i))
 				_exit(100);
-			while (sh->dropped[i] < 5 && sh->ok[i] < (1 << 20)) {
-				int err = dev__write(pfd, buf, rec_build__alloc(buf, 8, seq++));
-
-				if (!err)
-					sh->ok[i]++;
-				else if (err == -ENOBUFS)
-					sh->dropped[i]++;
-				else
-					sh->other[i]++;
-			}
+			flood_until_dropped(pfd, buf, sh, i);
 			_exit(0);
 		}
 		ASSERT_EQ(pid, waitpid(pid, &status, 0));
@@ -400,20 +408,10 @@ static int ns_flood(int pfd, struct many_shared *sh)
 			return 101;
 		if (pid == 0) {
 			unsigned char *buf = calloc(1, KPP_REC_BUF_MAX);
-			__u64 seq = 0;
 
 			if (!buf || become(i))
 				_exit(102);
-			while (sh->dropped[i] < 5 && sh->ok[i] < (1 << 20)) {
-				int err = dev__write(pfd, buf, rec_build__alloc(buf, 8, seq++));
-
-				if (!err)
-					sh->ok[i]++;
-				else if (err == -ENOBUFS)
-					sh->dropped[i]++;
-				else
-					sh->other[i]++;
-			}
+			flood_until_dropped(pfd, buf, sh, i);
 			_exit(0);
 		}
 		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
