@@ -148,7 +148,9 @@ TEST_F(agg, mutex_fraction)
 
 TEST(bucket_cap_counted)
 {
-	struct kpp_agg_limits lim = { .max_buckets = 2 };
+	/* The global cap alone (the quotas would refuse first). */
+	struct kpp_agg_limits lim = { .max_buckets = 2, .max_uid_buckets = 2,
+				      .max_proc_buckets = 2 };
 	struct kpp_agg *a = kpp_agg__new(&lim);
 	char err[256], *text = test_format();
 	struct kpp_decoder *d = kpp_decoder__new(text, err, sizeof(err));
@@ -167,7 +169,9 @@ TEST(bucket_cap_counted)
 
 TEST(exited_processes_policy)
 {
-	struct kpp_agg_limits lim = { .max_exited = 2 };
+	/* Exited processes' memory kept in use (record's view): the live map is checked. */
+	struct kpp_agg_limits lim = { .max_exited = 2, .max_uid_exited = 2,
+				      .keep_exited_inuse = true };
 	struct kpp_agg *a = kpp_agg__new(&lim);
 	char err[256], *text = test_format();
 	struct kpp_decoder *d = kpp_decoder__new(text, err, sizeof(err));
@@ -185,7 +189,7 @@ TEST(exited_processes_policy)
 	EXPECT_EQ(NULL, kpp_agg__proc(a, 101));
 	ASSERT_NE(NULL, kpp_agg__proc(a, 102));
 	EXPECT_EQ(KPP_PROC_EXITED, kpp_agg__proc(a, 103)->state);
-	EXPECT_EQ(2u, kpp_agg__nr_buckets(a));
+	EXPECT_EQ(2u, kpp_agg__stats(a)->nr_buckets);
 	EXPECT_EQ(2u, kpp_agg__stats(a)->procs_dropped);
 	EXPECT_EQ(2u, kpp_agg__stats(a)->nr_live);
 	/* The survivors' live map still works after the renumbering. */
@@ -204,7 +208,9 @@ TEST(exited_processes_policy)
  */
 TEST(delta_survives_dropped_processes)
 {
-	struct kpp_agg_limits lim = { .max_exited = 2 };
+	/* Exited processes' memory kept in use (record's view): the live map is checked. */
+	struct kpp_agg_limits lim = { .max_exited = 2, .max_uid_exited = 2,
+				      .keep_exited_inuse = true };
 	struct kpp_agg *a = kpp_agg__new(&lim);
 	char err[256], *text = test_format();
 	struct kpp_decoder *d = kpp_decoder__new(text, err, sizeof(err));

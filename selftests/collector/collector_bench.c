@@ -5,7 +5,11 @@
  *      alloc/free pairs, cycle records), target >= 1M/s;
  *   2. memory per unique stack and per live sampled allocation;
  *   3. symbolization time for a profile with 10k distinct frames (in libc
- *      and this program) and pprof encode time and size.
+ *      and this program) and pprof encode time and size;
+ *   4. the cost of one process exit beyond the kept ones (its buckets and
+ *      live allocations dropped) next to a big process, against the same
+ *      exit next to nothing: the ratio must stay near 1 (forgetting a
+ *      process costs what it owns, not what the others hold).
  * Baseline in the same run: a plain memcpy of the same records, for the
  * "aggregation costs X times a copy" ratio.
  */
@@ -24,6 +28,64 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * exit_cost - ms per exit of a short process (START, one ALLOC, EXIT)
+ * beyond the kept ones, next to one process holding @nbuckets buckets and
+ * @nlive live sampled allocations.  Records are built directly (no
+ * decode): only the aggregation is timed.
+ */
+static double exit_cost(size_t nbuckets, size_t nlive, int nexit)
+{
+	/* One uid, one big process: the quotas are not what is measured. */
+	struct kpp_agg_limits lim = {
+		.max_uid_buckets = SIZE_MAX, .max_uid_stack_pcs = SIZE_MAX,
+		.max_uid_live = SIZE_MAX, .max_uid_procs = SIZE_MAX,
+		.max_proc_buckets = SIZE_MAX, .max_proc_live = SIZE_MAX,
+	};
+	struct kpp_agg *a = kpp_agg__new(&lim);
+	uint64_t pcs[4] = { 0x401000, 0x402000, 0x403000, 0x404000 };
+	struct kpp_rec r;
+	double t0, dt;
+
+	memset(&r, 0, sizeof(r));
+	r.pcs = pcs;
+	r.nr_pcs = 4;
+	r.cycle = 1;
+	r.kind = KPPROF_REC_ALLOC;
+	r.tgid = 100;
+	r.alloc.bytes = 64;
+	r.alloc.rate = 524288;
+	for (size_t i = 0; i < (nlive > nbuckets ? nlive : nbuckets); i++) {
+		pcs[1] = 0x10000000 + i % (nbuckets ? nbuckets : 1);
+		r.alloc.addr = 0x10000000 + 16 * i;
+		kpp_agg__add(a, &r);
+		if (i >= nlive)		/* buckets beyond the live ones: freed */
+			r.kind = KPPROF_REC_FREE, kpp_agg__add(a, &r), r.kind = KPPROF_REC_ALLOC;
+	}
+	t0 = now();
+	for (int p = 0; p < 64 + nexit; p++) {
+		if (p == 64)
+			t0 = now();	/* the first 64 exits are kept: no drop */
+		memset(&r.comm, 0, sizeof(r.comm));
+		r.tgid = 5000 + p;
+		r.kind = KPPROF_REC_COMM;
+		r.comm.reason = KPPROF_COMM_START;
+		kpp_agg__add(a, &r);
+		r.kind = KPPROF_REC_ALLOC;
+		r.alloc.addr = 0x5000;
+		r.alloc.bytes = 32;
+		r.alloc.rate = 524288;
+		kpp_agg__add(a, &r);
+		r.kind = KPPROF_REC_COMM;
+		memset(&r.comm, 0, sizeof(r.comm));
+		r.comm.reason = KPPROF_COMM_EXIT;
+		kpp_agg__add(a, &r);
+	}
+	dt = now() - t0;
+	kpp_agg__free(a);
+	return 1e3 * dt / nexit;
 }
 
 static size_t heap_in_use(void)
@@ -184,6 +246,18 @@ int main(void)
 		kpp_view__release(&v);
 		kpp_symbolizer__free(sym);
 		kpp_agg__free(a);
+	}
+
+	/* 4. one exit beyond the kept ones, next to a big process */
+	{
+		enum { NEXIT = 2000 };
+		double base = exit_cost(0, 0, NEXIT);
+		double b100k = exit_cost(100000, 100000, NEXIT);
+		double l1m = exit_cost(1000, 1000000, NEXIT);
+
+		printf("one process exit (dropped beyond the 64 kept), next to nothing: %.4f ms\n", base);
+		printf("  next to 100k buckets / 100k live: %.4f ms (%.1fx); next to 1M live sampled allocations: %.4f ms (%.1fx)\n",
+		       b100k, b100k / base, l1m, l1m / base);
 	}
 	kpp_decoder__free(d);
 	free(text);

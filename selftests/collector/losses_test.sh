@@ -13,6 +13,8 @@ out=$(mktemp -d /tmp/kpprof-losses.XXXXXX)
 export HOME=$out GOCACHE=$out/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$out
 tap_plan
 ip link set lo up 2>/dev/null || busybox ip link set lo up 2>/dev/null || true
+# serve learns loopback clients' uids by sock_diag; the VM's init cannot autoload it.
+modprobe -q tcp_diag 2>/dev/null || true
 # ring_full + share drops (one uid filling the ring meets its share first)
 full() { $K stat | awk '/^dropped (ring_full|share)/ { n += $3 } END { print n + 0 }'; }
 

@@ -7,9 +7,13 @@
  * back by `go tool pprof` (an independent reader) and by `kpprof top`.
  */
 #include <errno.h>
+#include <sys/stat.h>
 #include <kselftest_harness.h>
 #include <unistd.h>
 
+#include "notes.h"
+#include "output.h"
+#include "session.h"
 #include "profile_write.h"
 #include "test_rec.h"
 
@@ -168,8 +172,9 @@ TEST_F(pp, seeds_heap_profile)
 }
 
 /*
- * As Go writes locations: the leaf's address as recorded, every other
- * frame's return address minus one (finding 3); has_functions and friends
+ * As Go writes locations: every frame's return address minus one, the
+ * leaf's too (finding 3; review M6: the leaf is the return address of the
+ * call to malloc, and Go's Frame.PC is pc - 1 for it as for the others); has_functions and friends
  * only on mappings where every location was symbolized (finding 2), so a
  * mapping kpprof could not read is left to pprof; drop_frames set
  * (finding 8); each location's line[] has file:line (finding 4).
@@ -196,7 +201,7 @@ TEST_F(pp, locations_as_go_writes)
 
 	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -raw %s 2>&1", go_env(), self->path);
 	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
-	snprintf(want, sizeof(want), "0x%llx M=", (unsigned long long)in1);
+	snprintf(want, sizeof(want), "0x%llx M=", (unsigned long long)in1 - 1);
 	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("leaf %s in %s", want, out);
 	snprintf(want, sizeof(want), "0x%llx M=", (unsigned long long)loop - 1);
 	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("caller %s in %s", want, out);
@@ -288,6 +293,152 @@ TEST_F(pp, legacy_text_read_by_pprof)
 	EXPECT_NE(NULL, strstr(out, "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes"))
 		TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "10      40960")) TH_LOG("%s", out);
+}
+
+/*
+ * Review L1: a producer's path (its MMAP record) with a newline must not
+ * forge a sample line in the debug=1 text.
+ */
+TEST_F(pp, legacy_text_escapes_producer_strings)
+{
+	uint64_t st[1] = { 0x7e0000000104ULL };
+	uint8_t no_id[1] = { 0 };
+	struct kpp_view v;
+	char cmd[1024], out[8192], path[300];
+	FILE *f;
+
+	ASSERT_EQ(0, kpp_agg__add_map(self->a, getpid(), 0x7e0000000000ULL, 0x7e0000100000ULL, 0,
+				      no_id, 0, "/x\n999999: 99999999999 [999999: 99999999999] @ 0xdead\n#\x1b[2J",
+				      true));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b,
+			       test_alloc(&self->b, getpid(), 1, 0x100, 16, 1, st, 1)));
+	ASSERT_EQ(0, test_feed(self->d, self->a, &self->b, test_cycle(&self->b, 2)));
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_HEAP, NULL, NULL));
+	snprintf(path, sizeof(path), "%s/heap.txt", dir);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, kpp_profile__write_legacy(f, &v, self->a, self->sym));
+	fclose(f);
+	kpp_view__release(&v);
+	snprintf(cmd, sizeof(cmd), "grep -c '^999999:' %s; grep -c $(printf '\\033') %s; cat %s", path, path, path);
+	run(cmd, out, sizeof(out));
+	EXPECT_EQ(0, strncmp(out, "0\n0\n", 4)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "/x\\x0a999999")) TH_LOG("%s", out);
+	snprintf(cmd, sizeof(cmd), "%s go tool pprof -symbolize=none -raw %s 2>&1", go_env(), path);
+	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "999999")) TH_LOG("%s", out);
+}
+
+/*
+ * Review M3: the temporary was DIR/NAME.tmp.PID opened with fopen("w"):
+ * a symlink planted there (PID is public) made root write through it.
+ */
+TEST_F(pp, write_file_never_through_a_planted_symlink)
+{
+	char target[300], link[400], out[8192], cmd[1024];
+	struct kpp_view v;
+
+	snprintf(target, sizeof(target), "%s/precious", dir);
+	snprintf(cmd, sizeof(cmd), "echo precious >%s", target);
+	ASSERT_EQ(0, system(cmd));
+	snprintf(link, sizeof(link), "%s.tmp.%d", self->path, (int)getpid());
+	ASSERT_EQ(0, symlink(target, link));
+	ASSERT_EQ(0, kpp_view__take(&v, self->a, KPP_HEAP, NULL, NULL));
+	EXPECT_EQ(0, kpp_profile__write_file(self->path, &v, self->a, self->sym, NULL));
+	kpp_view__release(&v);
+	snprintf(cmd, sizeof(cmd), "cat %s", target);
+	run(cmd, out, sizeof(out));
+	EXPECT_STREQ("precious\n", out);
+	snprintf(cmd, sizeof(cmd), "gzip -t %s && echo gz", self->path);
+	run(cmd, out, sizeof(out));
+	EXPECT_STREQ("gz\n", out);
+}
+
+/*
+ * Review M3: an output directory another user can write (or owns) is
+ * refused: they could plant names or swap it.  A sticky one (/tmp) is not.
+ */
+TEST_F(pp, output_dir_others_can_write_refused)
+{
+	char d[400], cmd[1024];
+
+	if (geteuid())
+		SKIP(return, "needs root (a directory owned by nobody)");
+	snprintf(d, sizeof(d), "%s/open", dir);
+	ASSERT_EQ(0, mkdir(d, 0755));
+	ASSERT_EQ(0, chmod(d, 0777));
+	EXPECT_EQ(1, kpp_output__mkdir("test", d)) TH_LOG("0777 %s accepted", d);
+	snprintf(cmd, sizeof(cmd), "%s/open/sub", dir);
+	EXPECT_EQ(1, kpp_output__mkdir("test", cmd)) TH_LOG("below a 0777 dir accepted");
+	snprintf(d, sizeof(d), "%s/theirs", dir);
+	ASSERT_EQ(0, mkdir(d, 0755));
+	ASSERT_EQ(0, chown(d, 65534, 65534));
+	EXPECT_EQ(1, kpp_output__mkdir("test", d)) TH_LOG("nobody's %s accepted", d);
+	snprintf(d, sizeof(d), "%s/link", dir);
+	snprintf(cmd, sizeof(cmd), "%s/theirs", dir);
+	ASSERT_EQ(0, symlink(cmd, d));
+	EXPECT_EQ(1, kpp_output__mkdir("test", d));
+	snprintf(d, sizeof(d), "%s/mine", dir);
+	EXPECT_EQ(0, kpp_output__mkdir("test", d));
+	EXPECT_EQ(0, kpp_output__mkdir("test", "/tmp"));
+}
+
+/*
+ * Review L7: a producer's comm is printed escaped (no terminal escapes, no
+ * forged lines), and a producer looping on NOTE records is said once.
+ */
+TEST(notes_escaped_and_rate_limited)
+{
+	struct kpp_rec r = { .kind = KPPROF_REC_NOTE, .tgid = 4242 };
+	char *text = NULL;
+	size_t len = 0, lines = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	ASSERT_NE(NULL, f);
+	r.note.what = KPPROF_NOTE_NO_HEAP;
+	for (int i = 0; i < 1000; i++)
+		kpp_note__say(f, &r, "\x1b]0;owned\x07\nkpprof: forged");
+	fclose(f);
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	EXPECT_EQ(1u, lines) TH_LOG("%s", text);
+	EXPECT_EQ(NULL, strchr(text, '\x1b')) TH_LOG("%s", text);
+	EXPECT_NE(NULL, strstr(text, "\\x1b]0;owned\\x07\\x0akpprof: forged")) TH_LOG("%s", text);
+	free(text);
+}
+
+/*
+ * Review M7: a process seen with one MMAP record (a library it dlopened
+ * after the collector attached) but samples in its main program, which no
+ * record named: its maps are read again from /proc, not only for processes
+ * with no mapping at all.
+ */
+TEST_F(pp, unmapped_pc_rereads_maps)
+{
+	uint64_t pc = (uintptr_t)seed_func1 + 4;
+	struct kpp_session s = { .fd = -1 };
+	uint8_t no_id[1] = { 0 };
+	struct kpp_agg *a = kpp_agg__new(NULL);	/* the fixture read our maps */
+	struct kpp_view v;
+
+	s.dec = self->d;
+	s.agg = a;
+	s.sym = self->sym;
+	ASSERT_EQ(0, test_feed(self->d, a, &self->b,
+			       test_comm(&self->b, getpid(), 1, KPPROF_COMM_START, "daemon", 1)));
+	ASSERT_EQ(0, test_feed(self->d, a, &self->b,
+			       test_alloc(&self->b, getpid(), 1, 0x1000, 64, 1, &pc, 1)));
+	ASSERT_EQ(0, kpp_agg__add_map(a, getpid(), 0x7e0000000000ULL, 0x7e0000001000ULL, 0,
+				      no_id, 0, "/usr/lib/x86_64-linux-gnu/libnss_files.so.2", false));
+	kpp_session__learn_maps(&s);
+	/* The first profile finds the pc in no mapping... */
+	ASSERT_EQ(0, kpp_view__take(&v, a, KPP_HEAP, NULL, NULL));
+	ASSERT_EQ(0, kpp_profile__write_file(self->path, &v, a, self->sym, NULL));
+	kpp_view__release(&v);
+	/* ...so the next learn reads the maps. */
+	kpp_session__learn_maps(&s);
+	EXPECT_NE(NULL, kpp_proc__map_for(kpp_agg__proc(a, getpid()), pc));
+	kpp_agg__free(a);
 }
 
 /* Total of `go tool pprof -top` ("... of 1.23MB total"), in bytes. */

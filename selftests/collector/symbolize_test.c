@@ -6,8 +6,13 @@
  * stripped copy whose names come from /usr/lib/debug/.build-id/ (rooted at
  * $KPPROF_DEBUG_ROOT here) or from its .gnu_debuglink file.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <time.h>
+#include <zlib.h>
 #include <inttypes.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -420,6 +425,454 @@ TEST_F(sym, unknown_object_keeps_address)
 	struct kpp_sym out;
 
 	EXPECT_EQ(-ENOENT, kpp_symbolizer__lookup(self->s, &m, 0x1100, &out));
+}
+
+/* ---------------------------------------------------- hostile producers */
+
+/* A .gnu_debuglink section naming @link with @crc, added to @obj. */
+static int add_debuglink(const char *dir, const char *obj, const char *link, uint32_t crc)
+{
+	char blob[600], cmd[2048];
+	size_t n = strlen(link) + 1;
+	FILE *f;
+
+	n = (n + 3) & ~3UL;
+	memset(blob, 0, sizeof(blob));
+	memcpy(blob, link, strlen(link));
+	memcpy(blob + n, &crc, 4);
+	snprintf(cmd, sizeof(cmd), "%s/dl.blob", dir);
+	f = fopen(cmd, "w");
+	if (!f || fwrite(blob, 1, n + 4, f) != n + 4)
+		return -1;
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "objcopy --add-section .gnu_debuglink=%s/dl.blob %s", dir, obj);
+	return system(cmd);
+}
+
+static uint32_t crc_of(const char *path)
+{
+	unsigned char buf[65536];
+	uLong crc = crc32(0L, Z_NULL, 0);
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return 0;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		crc = crc32(crc, buf, n);
+	fclose(f);
+	return crc;
+}
+
+/*
+ * Review H2: the debuglink name comes from the producer's ELF.  "../x"
+ * leads out of the object's directory (to /etc/shadow in the review): it
+ * must not be followed, even when the file there has the right CRC.
+ */
+TEST_F(sym, debuglink_not_a_basename_refused)
+{
+	void *(*hidden)(void) = (void *(*)(void))dlsym(self->lib, "cxx_demo_hidden");
+	char real[4096], cmd[8192], obj[4096], dbg[4096];
+	uint64_t pc;
+	struct kpp_map m;
+	struct kpp_sym out;
+
+	ASSERT_NE(NULL, hidden);
+	pc = (uintptr_t)hidden() + 8;
+	m = *map_of(self->a, pc);
+	ASSERT_NE(NULL, realpath(lib_path(), real));
+	snprintf(cmd, sizeof(cmd), "cd %s && mkdir sub && objcopy --only-keep-debug %s outside.debug && "
+		 "objcopy --strip-all %s sub/stripped.so", self->dir, real, real);
+	ASSERT_EQ(0, system(cmd));
+	snprintf(obj, sizeof(obj), "%s/sub/stripped.so", self->dir);
+	snprintf(dbg, sizeof(dbg), "%s/outside.debug", self->dir);
+	ASSERT_EQ(0, add_debuglink(self->dir, obj, "../outside.debug", crc_of(dbg)));
+	m.path = obj;
+	setenv("KPPROF_DEBUG_ROOT", self->dir, 1);
+	EXPECT_FALSE(kpp_symbolizer__lookup(self->s, &m, pc, &out) == 0 &&
+		     !strcmp(out.name, "hidden_helper")) TH_LOG("../outside.debug was read");
+	unsetenv("KPPROF_DEBUG_ROOT");
+}
+
+/*
+ * Review H2: a debuglink to a huge sparse file (or /proc/kcore) was CRC-read
+ * to its end: minutes for one frame.  Refused unread now: the lookup ends
+ * at once.  Run in a child with a bound, so a regression fails, not hangs.
+ */
+TEST_F(sym, debuglink_huge_file_not_read)
+{
+	void *(*hidden)(void) = (void *(*)(void))dlsym(self->lib, "cxx_demo_hidden");
+	char real[4096], cmd[8192], obj[4096], big[4096];
+	struct timespec t0, t1;
+	struct kpp_map m;
+	int status = 0;
+	uint64_t pc;
+	pid_t child;
+
+	ASSERT_NE(NULL, hidden);
+	pc = (uintptr_t)hidden() + 8;
+	ASSERT_NE(NULL, map_of(self->a, pc));
+	m = *map_of(self->a, pc);
+	ASSERT_NE(NULL, realpath(lib_path(), real));
+	snprintf(cmd, sizeof(cmd), "cd %s && objcopy --strip-all %s stripped.so && truncate -s 200G big.debug",
+		 self->dir, real);
+	ASSERT_EQ(0, system(cmd));
+	snprintf(obj, sizeof(obj), "%s/stripped.so", self->dir);
+	snprintf(big, sizeof(big), "%s/big.debug", self->dir);
+	ASSERT_EQ(0, add_debuglink(self->dir, obj, "big.debug", 0x12345678));
+	m.path = obj;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		struct kpp_sym out;
+
+		setenv("KPPROF_DEBUG_ROOT", self->dir, 1);
+		kpp_symbolizer__lookup(self->s, &m, pc, &out);
+		_exit(0);
+	}
+	/* Generous: a 200 GB read takes minutes; a refusal, milliseconds. */
+	for (int i = 0; i < 200 && waitpid(child, &status, WNOHANG) == 0; i++)
+		usleep(100000);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (waitpid(child, &status, WNOHANG) == 0) {
+		kill(child, SIGKILL);
+		waitpid(child, &status, 0);
+		ASSERT_TRUE(false) TH_LOG("lookup still reading %s after 20 s", big);
+	}
+	EXPECT_TRUE(WIFEXITED(status)) TH_LOG("status %#x", status);
+	TH_LOG("lookup took %.2f s", (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+}
+
+/*
+ * Review M1: build-ids are not authenticated.  A file forging this
+ * library's build-id, symbolized first, must not name the real library's
+ * frames (for this process or any other).
+ */
+TEST_F(sym, forged_build_id_names_nothing_else)
+{
+	void *f = dlsym(self->lib, "_ZN8kpp_demo4Shop8checkoutEi");
+	char cmd[8192], fake[4096], hex[2 * KPPROF_BUILD_ID_MAX + 1];
+	uint64_t pc = (uintptr_t)f + 8;
+	struct kpp_map m, forged;
+	struct kpp_sym out;
+	FILE *src;
+
+	ASSERT_NE(NULL, f);
+	m = *map_of(self->a, pc);
+	ASSERT_NE(0, m.build_id_len);
+	for (int i = 0; i < m.build_id_len; i++)
+		sprintf(hex + 2 * i, "%02x", m.build_id[i]);
+	snprintf(fake, sizeof(fake), "%s/fake.c", self->dir);
+	src = fopen(fake, "w");
+	ASSERT_NE(NULL, src);
+	/* One function covering every address the real library has. */
+	fputs("void attacker_named(void) { __asm__ volatile(\".skip 1048576\"); }\n", src);
+	fclose(src);
+	snprintf(fake, sizeof(fake), "%s/libfake.so", self->dir);
+	snprintf(cmd, sizeof(cmd), "cc -shared -fPIC -O0 -Wl,--build-id=0x%s -o %s %s/fake.c", hex, fake,
+		 self->dir);
+	ASSERT_EQ(0, system(cmd));
+	forged = m;
+	forged.path = fake;
+	/* The forger's own frame is its business... */
+	ASSERT_EQ(0, kpp_symbolizer__lookup(self->s, &forged, pc, &out));
+	EXPECT_STREQ("attacker_named", out.name);
+	/* ...but the real library, in this process and by path, keeps its names. */
+	ASSERT_EQ(0, kpp_symbolizer__lookup_pid(self->s, getpid(), &m, pc, &out));
+	EXPECT_STREQ("kpp_demo::Shop::checkout", out.name);
+	ASSERT_EQ(0, kpp_symbolizer__lookup(self->s, &m, pc, &out));
+	EXPECT_STREQ("kpp_demo::Shop::checkout", out.name);
+}
+
+/* A child running as nobody (once this returns), waiting for @wr to close. */
+static pid_t start_nobody(int *wr)
+{
+	int p[2], q[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(p) || pipe(q))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(p[1]);
+		close(q[0]);
+		if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+			_exit(1);
+		(void)!write(q[1], "u", 1);
+		(void)!read(p[0], &c, 1);
+		_exit(0);
+	}
+	close(p[0]);
+	close(q[1]);
+	if (read(q[0], &c, 1) != 1)
+		pid = -1;
+	close(q[0]);
+	*wr = p[1];
+	return pid;
+}
+
+/*
+ * Review M2: a record naming a range the producer never mapped, with a
+ * path it cannot read (root-only), made root open it and read its symbols
+ * for the producer.  Now a claim is opened with the producer's own
+ * credentials: refused here, while a file it may read still works.
+ */
+TEST_F(sym, path_claim_opened_with_producer_rights)
+{
+	char real[4096], cmd[8192], secret[4096], pub[64];
+	struct kpp_map m = { .start = 0x7f0000000000ULL, .end = 0x7f0000100000ULL };
+	struct kpp_sym out;
+	int wr, status;
+	pid_t child;
+
+	if (geteuid())
+		SKIP(return, "needs root (a child runs as nobody)");
+	ASSERT_NE(NULL, realpath(lib_path(), real));
+	strcpy(pub, "/tmp/kpprof-sym-pub.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(pub));
+	snprintf(cmd, sizeof(cmd), "chmod 755 %s && cp %s %s/lib.so && chmod 644 %s/lib.so && "
+		 "mkdir -m 700 %s/secret && cp %s %s/secret/lib.so && chmod 600 %s/secret/lib.so",
+		 pub, real, pub, pub, self->dir, real, self->dir, self->dir);
+	ASSERT_EQ(0, system(cmd));
+	snprintf(secret, sizeof(secret), "%s/secret/lib.so", self->dir);
+	child = start_nobody(&wr);
+	ASSERT_LT(0, child);
+	m.uid = 65534;		/* the producer: its records' uid */
+	m.path = secret;
+	EXPECT_EQ(-ENOENT, kpp_symbolizer__lookup_pid(self->s, child, &m, m.start + 0x1200, &out))
+		TH_LOG("root-only %s was read for a nobody process: %s", secret, out.name);
+	snprintf(cmd, sizeof(cmd), "%s/lib.so", pub);
+	m.path = cmd;
+	m.start += 0x100000;
+	m.end += 0x100000;
+	EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, child, &m, m.start + 0x1200, &out))
+		TH_LOG("a file nobody may read was refused");
+	close(wr);
+	waitpid(child, &status, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", pub);
+	EXPECT_EQ(0, system(cmd));
+}
+
+/*
+ * The records' process is not the one under their pid any more: a reused
+ * pid, or the producer exec'd a setuid program (ruid still the producer's).
+ * Neither lends its credentials to the producer's claims: a root process
+ * under the pid of a nobody producer opens nothing of its path.
+ */
+TEST_F(sym, path_claim_never_with_another_process_rights)
+{
+	char real[4096], cmd[8192], secret[4096];
+	struct kpp_map m = { .start = 0x7f0000000000ULL, .end = 0x7f0000100000ULL, .uid = 65534 };
+	struct kpp_sym out;
+	int p[2], status;
+	pid_t child;
+	char c;
+
+	if (geteuid())
+		SKIP(return, "needs root (the pid's process runs as root)");
+	ASSERT_NE(NULL, realpath(lib_path(), real));
+	snprintf(cmd, sizeof(cmd), "mkdir -p -m 700 %s/secret && cp %s %s/secret/lib2.so && "
+		 "chmod 600 %s/secret/lib2.so", self->dir, real, self->dir, self->dir);
+	ASSERT_EQ(0, system(cmd));
+	snprintf(secret, sizeof(secret), "%s/secret/lib2.so", self->dir);
+	ASSERT_EQ(0, pipe(p));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		close(p[1]);
+		(void)!read(p[0], &c, 1);
+		_exit(0);
+	}
+	close(p[0]);
+	m.path = secret;
+	EXPECT_EQ(-ENOENT, kpp_symbolizer__lookup_pid(self->s, child, &m, m.start + 0x1200, &out))
+		TH_LOG("root-only %s read for a nobody producer through a root process: %s",
+		       secret, out.name);
+	/* map_files too: the root process's own mapping of the test binary. */
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[4096], self_exe[4096];
+	ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	struct kpp_map x = { .uid = 65534, .path = "/nonexistent/claim" };
+	bool found = false;
+
+	ASSERT_NE(NULL, f);
+	ASSERT_LT(0, n);
+	self_exe[n] = '\0';
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long long a, b, off;
+		char perms[8];
+
+		if (sscanf(line, "%llx-%llx %7s %llx", &a, &b, perms, &off) == 4 &&
+		    perms[2] == 'x' && strstr(line, self_exe)) {
+			x.start = a;
+			x.end = b;
+			x.offset = off;
+			found = true;
+		}
+	}
+	fclose(f);
+	ASSERT_TRUE(found);
+	EXPECT_EQ(-ENOENT, kpp_symbolizer__lookup_pid(self->s, child, &x, x.start + 0x10, &out))
+		TH_LOG("a root process's mapping named for a nobody producer: %s", out.name);
+	close(p[1]);
+	waitpid(child, &status, 0);
+	/*
+	 * The other way is no gain: a root producer's process that dropped to
+	 * nobody (a daemon's worker) still has its mappings named.
+	 */
+	int wr;
+
+	child = start_nobody(&wr);
+	ASSERT_LT(0, child);
+	x.uid = 0;
+	EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, child, &x, x.start + 0x10, &out))
+		TH_LOG("a worker that dropped root lost its names");
+	close(wr);
+	waitpid(child, &status, 0);
+}
+
+static int open_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 2;
+}
+
+/*
+ * Review H3: every build-id-less MMAP record kept an fd open (20 000
+ * records: 19 999 fds).  Prefetch 5000 claims of ranges never mapped,
+ * naming one readable file, and 300 distinct real files: the fds stay
+ * within the budget.
+ */
+TEST_F(sym, prefetch_flood_keeps_few_fds)
+{
+	char real[4096], cmd[8192], path[4096];
+	struct kpp_map m = { 0 };
+	int before = open_fds(), after;
+
+	ASSERT_NE(NULL, realpath(lib_path(), real));
+	m.path = real;
+	for (int i = 0; i < 5000; i++) {
+		m.start = 0x7e0000000000ULL + (uint64_t)i * 0x10000;
+		m.end = m.start + 0x1000;
+		kpp_symbolizer__prefetch(self->s, getpid(), &m);
+	}
+	snprintf(cmd, sizeof(cmd), "cd %s && for i in $(seq 300); do cp %s f$i.so; done", self->dir, real);
+	ASSERT_EQ(0, system(cmd));
+	for (int i = 0; i < 300; i++) {
+		snprintf(path, sizeof(path), "%s/f%d.so", self->dir, i + 1);
+		m.path = path;
+		m.start = 0x7d0000000000ULL + (uint64_t)i * 0x10000;
+		m.end = m.start + 0x1000;
+		kpp_symbolizer__prefetch(self->s, getpid(), &m);
+	}
+	after = open_fds();
+	TH_LOG("fds: %d before, %d after", before, after);
+	EXPECT_GE(before + 257, after);
+}
+
+/*
+ * Review H3: the mapping entries of one uid are capped, and what is
+ * refused is counted (the profile comment shows kpp_symbolizer__stats).
+ */
+TEST_F(sym, mapping_cap_counted)
+{
+	struct kpp_map m = { .path = (char *)"/nonexistent/x.so" };
+	struct kpp_sym_stats st;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < KPP_SYM_MAX_MAPPINGS_UID + 1000; i++) {
+		m.start = 0x100000000ULL + (uint64_t)i * 0x1000;
+		m.end = m.start + 0x1000;
+		kpp_symbolizer__prefetch(self->s, 0, &m);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	kpp_symbolizer__stats(self->s, &st);
+	TH_LOG("%d prefetches in %.2f s: %llu entries, %llu refused", KPP_SYM_MAX_MAPPINGS_UID + 1000,
+	       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
+	       (unsigned long long)st.mappings, (unsigned long long)st.mappings_refused);
+	EXPECT_EQ(KPP_SYM_MAX_MAPPINGS_UID, st.mappings);
+	EXPECT_EQ(1000u, st.mappings_refused);
+}
+
+/*
+ * Review H3: MMAP records grew a process's mappings without bound (and the
+ * dedupe scanned them all: quadratic).  Now at most 4096 are kept, the rest
+ * counted in maps_refused (reported in the profile comment).
+ */
+TEST_F(sym, mappings_per_process_capped)
+{
+	struct kpp_agg *a = kpp_agg__new(NULL);
+	const struct kpp_proc *p;
+	struct timespec t0, t1;
+	uint8_t no_id[1] = { 0 };
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 20000; i++)
+		ASSERT_EQ(0, kpp_agg__add_map(a, 77, 0x10000000ULL + (uint64_t)i * 0x1000,
+					      0x10001000ULL + (uint64_t)i * 0x1000, 0, no_id, 0,
+					      "/x.so", false));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	p = kpp_agg__proc(a, 77);
+	ASSERT_NE(NULL, p);
+	TH_LOG("20000 MMAP records in %.2f s: %zu kept, %u refused",
+	       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, p->nr_maps,
+	       (unsigned int)p->maps_refused);
+	EXPECT_EQ(4096u, p->nr_maps);
+	EXPECT_EQ(20000u - 4096u, p->maps_refused);
+	kpp_agg__free(a);
+}
+
+/*
+ * A process already gone when its records are read: its mapping's path is
+ * used only with the record's build-id and only if anyone may read the
+ * file (a public library); a root-only copy is not.
+ */
+TEST_F(sym, gone_process_opened_as_its_uid)
+{
+	uint64_t pc = (uintptr_t)dlsym(self->lib, "_ZN8kpp_demo4Shop8checkoutEi") + 8;
+	char real[4096], cmd[8192], secret[4096];
+	struct kpp_map m = *map_of(self->a, pc);
+	struct kpp_sym out;
+	pid_t gone = fork();
+
+	if (gone == 0)
+		_exit(0);
+	ASSERT_LT(0, gone);
+	waitpid(gone, NULL, 0);
+	if (geteuid())
+		SKIP(return, "needs root (nobody's rights are tried)");
+	ASSERT_NE(0, m.build_id_len);
+	ASSERT_NE(NULL, realpath(lib_path(), real));
+	snprintf(cmd, sizeof(cmd), "mkdir -m 700 %s/s && cp %s %s/s/lib.so", self->dir, real, self->dir);
+	ASSERT_EQ(0, system(cmd));
+	snprintf(secret, sizeof(secret), "%s/s/lib.so", self->dir);
+	m.path = secret;
+	m.uid = 65534;	/* a producer that could not read it */
+	EXPECT_EQ(-ENOENT, kpp_symbolizer__lookup_pid(self->s, gone, &m, pc, &out));
+	/* root's process could: opened with its records' uid (kpprof record's case) */
+	m.uid = 0;
+	m.end += 0x2000;	/* another mapping entry */
+	EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, gone, &m, pc, &out));
+	EXPECT_STREQ("kpp_demo::Shop::checkout", out.name);
+	m.uid = 65534;
+	m.end -= 0x2000;
+	/* the public library itself (the worktree is readable by all here) */
+	m.path = real;
+	m.end += 0x1000;	/* another mapping entry */
+	if (access(real, R_OK) == 0 && !system("su nobody -s /bin/sh -c 'true' 2>/dev/null")) {
+		EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, gone, &m, pc, &out));
+		EXPECT_STREQ("kpp_demo::Shop::checkout", out.name);
+	}
 }
 
 TEST_HARNESS_MAIN

@@ -28,10 +28,10 @@ grep -q "Unknown key 'ProtectHom'" <<<"$v" && tap_ok "verify reports a misspelt 
 	tap_fail "verify misses a misspelt key" "$v"
 s=$(systemd-analyze security --offline=true "$unit" 2>&1 | grep 'Overall exposure')
 tap_diag "systemd-analyze security --offline: ${s#→ }"
-for want in 'CapabilityBoundingSet=CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH' \
+for want in 'CapabilityBoundingSet=CAP_PERFMON CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_CHECKPOINT_RESTORE CAP_SETUID CAP_SETGID' \
 	'NoNewPrivileges=yes' 'ProtectSystem=strict' 'ProtectHome=read-only' \
 	'DevicePolicy=closed' 'DeviceAllow=/dev/kpprof rw' 'Environment=KPPROF_DISABLE=1' \
-	'SystemCallFilter=@system-service' 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' \
+	'SystemCallFilter=@system-service' 'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK' \
 	"EnvironmentFile=-$out/etc/default/kpprof" 'MemoryDenyWriteExecute=yes'; do
 	grep -qxF "$want" "$unit" && tap_ok "unit: $want" || tap_fail "unit lacks $want"
 done

@@ -82,10 +82,10 @@ static int write_per_process(struct kpp_session *s, const char *dir, uint32_t on
 		return 1;
 	}
 	for (size_t i = 0; i < nb; i++) {
-		uint32_t pid = kpp_agg__bucket(s->agg, i)->pid;
+		const struct kpp_bucket *b = kpp_agg__bucket(s->agg, i);
 
-		if (!only || pid == only)
-			pids[n++] = pid;
+		if (b && (!only || b->pid == only))
+			pids[n++] = b->pid;
 	}
 	qsort(pids, n, sizeof(*pids), cmp_u32);
 	for (size_t i = 0; i < n && !err; i++)

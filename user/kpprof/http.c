@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /* http.c - one HTTP request in, one reply out (see http.h). */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http.h"
@@ -65,33 +68,86 @@ const char *kpp_http__query(const char *q, const char *key, char *out, size_t le
 	return NULL;
 }
 
-/* content_length - the Content-Length header's value in @head, or 0. */
-static size_t content_length(const char *head)
+static int64_t now_ms(void)
 {
-	for (const char *l = strstr(head, "\n"); l && *l; l = strstr(l + 1, "\n"))
-		if (!strncasecmp(l + 1, "content-length:", 15))
-			return strtoull(l + 16, NULL, 10);
-	return 0;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/*
+ * read_by - read(2) what has come by @deadline (CLOCK_MONOTONIC ms): bytes,
+ * 0 at end of stream, -1 on error, -2 when the deadline passed.  One
+ * deadline for the whole request, so a client sending a byte now and then
+ * cannot hold its thread for longer.
+ */
+static ssize_t read_by(int fd, void *buf, size_t len, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int n;
+
+		if (left <= 0)
+			return -2;
+		n = poll(&p, 1, left > 1000 ? 1000 : (int)left);
+		if (n < 0 && errno != EINTR)
+			return -1;
+		if (n > 0) {
+			ssize_t got = read(fd, buf, len);
+
+			if (got < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			return got;
+		}
+	}
+}
+
+/* header - the value of header @name in @head (trimmed) into @out; false if absent. */
+static bool header(const char *head, const char *name, char *out, size_t len)
+{
+	size_t nl = strlen(name);
+
+	for (const char *l = strchr(head, '\n'); l && l[1]; l = strchr(l + 1, '\n')) {
+		const char *v = l + 1;
+		size_t n;
+
+		if (strncasecmp(v, name, nl) || v[nl] != ':')
+			continue;
+		v += nl + 1;
+		v += strspn(v, " \t");
+		n = strcspn(v, "\r\n");
+		while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+			n--;
+		if (n >= len)
+			n = len - 1;
+		memcpy(out, v, n);
+		out[n] = '\0';
+		return true;
+	}
+	return false;
 }
 
 int kpp_http__read(int fd, struct kpp_http_req *r)
 {
-	struct timeval tv = { .tv_sec = 5 };
-	char *end = NULL, target[2048];
-	size_t len = 0, want, have;
+	return kpp_http__read_within(fd, r, KPP_HTTP_READ_MS);
+}
+
+int kpp_http__read_within(int fd, struct kpp_http_req *r, int ms)
+{
+	int64_t deadline = now_ms() + ms;
+	struct timeval wtv = { .tv_sec = 60 };
+	char *end = NULL, target[2048], cl[32];
+	size_t len = 0, want = 0, have;
+	ssize_t n = 0;
 
 	memset(r, 0, sizeof(*r));
 	r->query = "";
-	struct timeval wtv = { .tv_sec = 60 };
-
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	/* A client that stops reading must not hold a thread for ever. */
+	/* A client that stops reading must not hold a thread for ever (send_all too). */
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wtv, sizeof(wtv));
 	while (len < sizeof(r->buf) - 1) {
-		ssize_t n = read(fd, r->buf + len, sizeof(r->buf) - 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
+		n = read_by(fd, r->buf + len, sizeof(r->buf) - 1 - len, deadline);
 		if (n <= 0)
 			break;
 		len += n;
@@ -108,11 +164,17 @@ int kpp_http__read(int fd, struct kpp_http_req *r)
 		}
 	}
 	r->buf[len] = '\0';
+	if (!end && n == -2)
+		return 408;
 	if (!end || sscanf(r->buf, "%7s %2047s", r->method, target) != 2)
 		return 400;
+	/* Only the head's lines: the body may hold anything. */
+	end[-1] = '\0';
+	r->has_host = header(r->buf, "host", r->host, sizeof(r->host));
 	r->head = !strcmp(r->method, "HEAD");
 	if (!strcmp(r->method, "POST")) {
-		want = content_length(r->buf);
+		if (header(r->buf, "content-length", cl, sizeof(cl)))
+			want = strtoull(cl, NULL, 10);
 		if (want > KPP_HTTP_BODY_MAX)
 			return 413;
 		r->body = malloc(want + 1);
@@ -123,10 +185,9 @@ int kpp_http__read(int fd, struct kpp_http_req *r)
 			have = want;
 		memcpy(r->body, end, have);
 		while (have < want) {
-			ssize_t n = read(fd, r->body + have, want - have);
-
-			if (n < 0 && errno == EINTR)
-				continue;
+			n = read_by(fd, r->body + have, want - have, deadline);
+			if (n == -2)
+				return 408;
 			if (n <= 0)
 				return 400;
 			have += n;
@@ -147,17 +208,74 @@ int kpp_http__read(int fd, struct kpp_http_req *r)
 	return 0;
 }
 
+bool kpp_http__host_ok(const struct kpp_http_req *r, const char *const *names, size_t n,
+		       bool any_ip)
+{
+	char h[256];
+	struct in6_addr a6;
+	struct in_addr a4;
+	size_t len;
+
+	if (!r->has_host)
+		return true;
+	snprintf(h, sizeof(h), "%s", r->host);
+	if (h[0] == '[') {
+		char *close = strchr(h, ']');
+
+		if (!close || (close[1] && close[1] != ':'))
+			return false;
+		*close = '\0';
+		if (inet_pton(AF_INET6, h + 1, &a6) != 1)
+			return false;
+		return any_ip || IN6_IS_ADDR_LOOPBACK(&a6);
+	}
+	char *colon = strrchr(h, ':');
+
+	if (colon) {
+		if (!colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1))
+			return false;
+		*colon = '\0';
+	}
+	len = strlen(h);
+	if (len && h[len - 1] == '.')
+		h[--len] = '\0';
+	if (!len)
+		return false;
+	if (inet_pton(AF_INET, h, &a4) == 1)
+		return any_ip || (ntohl(a4.s_addr) >> 24) == 127;
+	if (!strcasecmp(h, "localhost") ||
+	    (len > 10 && !strcasecmp(h + len - 10, ".localhost")))
+		return true;
+	for (size_t i = 0; i < n; i++)
+		if (!strcasecmp(h, names[i]))
+			return true;
+	return false;
+}
+
 void kpp_http__release(struct kpp_http_req *r)
 {
 	free(r->body);
 	r->body = NULL;
 }
 
-static void send_all(int fd, const void *buf, size_t len)
+int kpp_http_write_ms = KPP_HTTP_WRITE_MS;
+
+/*
+ * send_all - @buf by @deadline (CLOCK_MONOTONIC ms): each write may block
+ * only for what is left, so a reader taking a little now and then (never
+ * letting one write time out) cannot hold the thread past the deadline.
+ */
+static void send_all(int fd, const void *buf, size_t len, int64_t deadline)
 {
 	const char *p = buf;
 
 	while (len) {
+		int64_t left = deadline - now_ms();
+		struct timeval tv = { .tv_sec = left / 1000, .tv_usec = left % 1000 * 1000 };
+
+		if (left <= 0)
+			return;
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		ssize_t n = write(fd, p, len);
 
 		if (n < 0 && errno == EINTR)
@@ -174,9 +292,13 @@ static const char *status_text(int code)
 	switch (code) {
 	case 200: return "OK";
 	case 400: return "Bad Request";
+	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
 	case 413: return "Request Entity Too Large";
+	case 421: return "Misdirected Request";
+	case 429: return "Too Many Requests";
 	case 503: return "Service Unavailable";
 	default: return "Internal Server Error";
 	}
@@ -191,9 +313,11 @@ void kpp_http__reply(int fd, const struct kpp_http_req *r, int code, const char 
 			 "X-Content-Type-Options: nosniff\r\n%sConnection: close\r\n\r\n",
 			 code, status_text(code), type, len, extra ? extra : "");
 
-	send_all(fd, hdr, n < (int)sizeof(hdr) ? (size_t)n : sizeof(hdr) - 1);
+	int64_t deadline = now_ms() + kpp_http_write_ms;
+
+	send_all(fd, hdr, n < (int)sizeof(hdr) ? (size_t)n : sizeof(hdr) - 1, deadline);
 	if (!r || !r->head)
-		send_all(fd, body, len);
+		send_all(fd, body, len, deadline);
 }
 
 void kpp_http__error(int fd, const struct kpp_http_req *r, int code, const char *text)

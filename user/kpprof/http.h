@@ -12,6 +12,8 @@
 #include <stddef.h>
 
 #define KPP_HTTP_BODY_MAX	(1u << 20)
+/* The whole request, head and body, must arrive within this (slow clients). */
+#define KPP_HTTP_READ_MS	10000
 
 struct kpp_http_req {
 	char method[8];
@@ -20,15 +22,36 @@ struct kpp_http_req {
 	char *body;		/* POST body (malloc'd, NUL-terminated) or NULL */
 	size_t body_len;
 	bool head;		/* HEAD: headers only */
+	bool has_host;		/* a Host header came (HTTP/1.0 may omit it) */
+	char host[256];		/* its value, trimmed */
 	char buf[4096];		/* the raw query lives here */
 };
 
 /*
- * kpp_http__read - read one request from @fd (5 s per read; a reply may
- * then take 60 s per write).  0, or the status to answer (400 malformed,
- * 413 body too large).
+ * kpp_http__read - read one request from @fd: head and body within
+ * KPP_HTTP_READ_MS in all, however the client trickles them (a reply:
+ * KPP_HTTP_WRITE_MS in all).  0, or the status to answer (400 malformed,
+ * 408 too slow, 413 body too large).
  */
 int kpp_http__read(int fd, struct kpp_http_req *r);
+/* The same with a deadline of @ms for the whole request (tests). */
+int kpp_http__read_within(int fd, struct kpp_http_req *r, int ms);
+
+/* The whole reply must be taken within this (slow readers); tests lower it. */
+#define KPP_HTTP_WRITE_MS	60000
+extern int kpp_http_write_ms;
+
+/*
+ * kpp_http__host_ok - may a request with this Host header be served?  DNS
+ * rebinding: a web page the user visits may point its own name at
+ * 127.0.0.1, and the browser then sends that name.  Accepted: no Host
+ * (HTTP/1.0), "localhost" and "*.localhost", loopback addresses
+ * (127.0.0.0/8, [::1]), any IP literal when @any_ip (listening on a
+ * wildcard address), and the names in @names (the listen host,
+ * --allow-host); each with or without ":port".
+ */
+bool kpp_http__host_ok(const struct kpp_http_req *r, const char *const *names, size_t n,
+		       bool any_ip);
 void kpp_http__release(struct kpp_http_req *r);
 
 /*

@@ -13,6 +13,7 @@
  * kpp_note__say - one line on @f for a NOTE record from process @r->tgid
  * named @comm (NULL or "" if not known yet), e.g.
  * "kpprof: no heap profile for pid 42 (redis): malloc is not interposed (...)".
+ * The comm is escaped; repeats and floods are held back and counted.
  */
 void kpp_note__say(FILE *f, const struct kpp_rec *r, const char *comm);
 

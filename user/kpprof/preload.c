@@ -104,10 +104,13 @@ static int default_shim(char *out, size_t len)
  * its directories, runs code in every process: each component of its real
  * path must belong to root and be writable by no one else, except a sticky
  * directory (/tmp), where only the owner of an entry may replace it.
+ * @shim is resolved once, here, into @real, and that is the path the
+ * caller checks further and writes: a symlink on the way (in a user's
+ * directory) could be repointed afterwards; the resolved path cannot.
  */
-static int check_owner(const char *shim)
+static int check_owner(const char *shim, char real[PATH_MAX])
 {
-	char real[PATH_MAX], path[PATH_MAX];
+	char path[PATH_MAX];
 	struct stat st;
 	size_t len;
 
@@ -121,8 +124,13 @@ static int check_owner(const char *shim)
 			continue;
 		memcpy(path, real, i);
 		path[i] = '\0';
-		if (stat(path, &st)) {
+		/* lstat: a component that became a symlink since realpath is refused. */
+		if (lstat(path, &st)) {
 			fprintf(stderr, "kpprof enable: %s: %s\n", path, strerror(errno));
+			return -1;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			fprintf(stderr, "kpprof enable: %s changed while it was checked\n", path);
 			return -1;
 		}
 		if (i == len && !S_ISREG(st.st_mode)) {
@@ -466,7 +474,7 @@ static int parse_opts(int argc, char *argv[], const char *verb, struct preload_o
 int enable_main(int argc, char *argv[])
 {
 	struct preload_opts o;
-	char shim[PATH_MAX], *old, *text;
+	char given[PATH_MAX], shim[PATH_MAX], *old, *text;
 	struct stat st = { 0 };
 	bool exists;
 	int lock, ret = 1;
@@ -474,15 +482,18 @@ int enable_main(int argc, char *argv[])
 	if (parse_opts(argc, argv, "enable", &o))
 		return 2;
 	if (o.shim)
-		snprintf(shim, sizeof(shim), "%s", o.shim);
-	else if (default_shim(shim, sizeof(shim)))
+		snprintf(given, sizeof(given), "%s", o.shim);
+	else if (default_shim(given, sizeof(given)))
+		return 1;
+	/* From here on only the resolved path: the one checked is the one written. */
+	if (check_owner(given, shim))
 		return 1;
 	if (strpbrk(shim, " \t\n:#")) {
 		fprintf(stderr, "kpprof enable: %s: the loader splits names at white space, ':' "
 			"and '#'\n", shim);
 		return 1;
 	}
-	if (check_owner(shim) || check_loads(shim))
+	if (check_loads(shim))
 		return 1;
 	if (access("/dev/kpprof", F_OK))
 		fprintf(stderr, "kpprof enable: warning: /dev/kpprof is missing (modprobe kpprof): "
@@ -551,6 +562,13 @@ int disable_main(int argc, char *argv[])
 	if (!text)
 		goto out_old;
 	removed = remove_entries(old, text, o.shim);
+	if (!removed && o.shim) {
+		/* enable writes the resolved path: --shim may name it another way */
+		char real[PATH_MAX];
+
+		if (realpath(o.shim, real) && strcmp(real, o.shim))
+			removed = remove_entries(old, text, real);
+	}
 	if (!removed) {
 		printf("kpprof disable: %s has no %s entry\n", o.file, o.shim ? o.shim : SHIM_NAME);
 		ret = 0;

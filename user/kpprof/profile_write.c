@@ -18,8 +18,10 @@
  * process or many, so they do not come and go between scrapes.
  *
  * As Go writes them: Location.address is the return address minus one for
- * every frame but the leaf (re-symbolizers then look up the call, not the
- * instruction after it); Location.line[] is the inline chain, innermost
+ * every frame, the leaf included (the shim records the return address of
+ * the call to malloc; Go's runtime.CallersFrames gives Frame.PC = pc - 1
+ * for every return PC, and that is what runtime/pprof writes), so
+ * re-symbolizers look up the call, not the instruction after it; Location.line[] is the inline chain, innermost
  * first, with Function.filename the source file and start_line set; a
  * mapping's has_functions/has_filenames/has_line_numbers/has_inline_frames
  * are set only when every location in it got them, so pprof symbolizes
@@ -28,9 +30,12 @@
  * Rust profile names the caller, as Go hides its runtime's.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "pprof_builder.h"
@@ -155,12 +160,11 @@ static uint64_t mapping_id(struct writer *w, const struct kpp_proc *p, const str
 	return e->id;
 }
 
-/* The location of frame @pc (@leaf: the innermost frame of the stack). */
-static uint64_t location_id(struct writer *w, uint32_t pid, uint64_t pc, bool leaf)
+/* The location of frame @pc, a return address like every frame. */
+static uint64_t location_id(struct writer *w, uint32_t pid, uint64_t pc)
 {
-	uint64_t addr = leaf || !pc ? pc : pc - 1;
-	/* A leaf at X and a caller at X + 1 write one address but look up two. */
-	uint64_t key = addr ^ (leaf ? 1ULL << 63 : 0);
+	uint64_t addr = pc ? pc - 1 : 0;
+	uint64_t key = addr;
 	struct id_ent *e = id_slot(&w->locs, pid, key);
 	struct pprof_line lines[KPP_INLINE_MAX];
 	const struct kpp_proc *p;
@@ -175,6 +179,8 @@ static uint64_t location_id(struct writer *w, uint32_t pid, uint64_t pc, bool le
 		return e->id;
 	p = kpp_agg__proc(w->a, pid);
 	m = kpp_proc__map_for(p, pc);
+	if (!m && p && p->state == KPP_PROC_ALIVE && p->nr_maps)
+		kpp_proc__note_unmapped(pid);	/* its maps are read again (review M7) */
 	if (m) {
 		struct map_found *f;
 		bool ok;
@@ -297,7 +303,7 @@ static int build(struct writer *w, const struct kpp_view *v, const struct kpp_wr
 		lab[nl++] = (struct pprof_label){ .key = "pid", .num = s->pid };
 		lab[nl++] = (struct pprof_label){ .key = "comm", .str = comm };
 		for (unsigned int k = 0; k < n; k++) {
-			locs[k] = location_id(w, s->pid, pcs[k], k == 0);
+			locs[k] = location_id(w, s->pid, pcs[k]);
 			if (!locs[k])
 				err = -ENOMEM;
 		}
@@ -330,38 +336,97 @@ int kpp_profile__encode_gz(const struct kpp_view *v, const struct kpp_agg *a,
 	return err;
 }
 
+int kpp_profile__write_fileat(int dirfd, const char *name, const struct kpp_view *v,
+			      const struct kpp_agg *a, struct kpp_symbolizer *sym,
+			      const struct kpp_write_opts *o)
+{
+	char tmp[NAME_MAX + 1];
+	uint8_t *buf;
+	size_t len, off = 0;
+	int fd = -1, err = kpp_profile__encode_gz(v, a, sym, o, &buf, &len);
+
+	if (err)
+		return err;
+	/*
+	 * A fresh name no one can have planted (O_EXCL: never an existing
+	 * file, O_NOFOLLOW: never through a symlink), then rename over @name,
+	 * which replaces a directory entry and writes through nothing.
+	 */
+	for (int tries = 0; fd < 0 && tries < 16; tries++) {
+		uint64_t r = 0;
+
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			r ^= (uint64_t)getpid() << 32 ^ (uint64_t)tries ^ (uintptr_t)&r;
+		snprintf(tmp, sizeof(tmp), ".%.200s.%016llx.tmp", name, (unsigned long long)r);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST) {
+			err = -errno;
+			break;
+		}
+	}
+	if (fd < 0) {
+		free(buf);
+		return err ? err : -EEXIST;
+	}
+	while (off < len) {
+		ssize_t n = write(fd, buf + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : -EIO;
+			break;
+		}
+		off += n;
+	}
+	if (close(fd) && !err)
+		err = -errno;
+	free(buf);
+	if (!err && renameat(dirfd, tmp, dirfd, name))
+		err = -errno;
+	if (err)
+		unlinkat(dirfd, tmp, 0);
+	return err;
+}
+
 int kpp_profile__write_file(const char *path, const struct kpp_view *v,
 			    const struct kpp_agg *a, struct kpp_symbolizer *sym,
 			    const struct kpp_write_opts *o)
 {
-	char tmp[4096];
-	uint8_t *buf;
-	size_t len;
-	FILE *f;
-	int err = kpp_profile__encode_gz(v, a, sym, o, &buf, &len);
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	int dfd, err;
 
-	if (err)
-		return err;
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	f = fopen(tmp, "we");
-	if (!f) {
-		err = -errno;
-		free(buf);
-		return err;
-	}
-	if (fwrite(buf, 1, len, f) != len)
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	free(buf);
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path) ? (int)(slash - path) : 1, path);
+	else
+		strcpy(dir, ".");
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	err = kpp_profile__write_fileat(dfd, slash ? slash + 1 : path, v, a, sym, o);
+	close(dfd);
 	return err;
 }
 
 /* ------------------------------------------------------------ legacy text */
+
+/*
+ * Paths and symbol names come from producers (their MMAP records, their
+ * ELF files): a newline in one would start a forged sample line.  Control
+ * bytes are written as \xNN, which Go's names never contain.
+ */
+static void put_escaped(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c < 0x20 || c == 0x7f)
+			fprintf(f, "\\x%02x", c);
+		else
+			fputc(c, f);
+	}
+}
 
 static void legacy_frames(FILE *f, struct writer *w, uint32_t pid, const uint64_t *pcs,
 			  unsigned int n)
@@ -372,10 +437,14 @@ static void legacy_frames(FILE *f, struct writer *w, uint32_t pid, const uint64_
 		const struct kpp_map *m = kpp_proc__map_for(p, pcs[k]);
 		struct kpp_sym s;
 
+		fprintf(f, "#\t%#llx\t", (unsigned long long)pcs[k]);
 		if (m && kpp_symbolizer__lookup_pid(w->sym, pid, m, pcs[k], &s) == 0)
-			fprintf(f, "#\t%#llx\t%s\t%s\n", (unsigned long long)pcs[k], s.name, m->path);
+			put_escaped(f, s.name);
 		else
-			fprintf(f, "#\t%#llx\t?\t%s\n", (unsigned long long)pcs[k], m ? m->path : "?");
+			fputc('?', f);
+		fputc('\t', f);
+		put_escaped(f, m ? m->path : "?");
+		fputc('\n', f);
 	}
 }
 

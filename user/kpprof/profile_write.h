@@ -24,7 +24,15 @@ struct kpp_write_opts {
 int kpp_profile__encode_gz(const struct kpp_view *v, const struct kpp_agg *a,
 			   struct kpp_symbolizer *sym, const struct kpp_write_opts *o,
 			   uint8_t **out, size_t *len);
-/* kpp_profile__write_file - the same into @path, atomically (tmp + rename). */
+/*
+ * kpp_profile__write_fileat - the same into @name under directory @dirfd,
+ * atomically: a new temporary (O_CREAT|O_EXCL|O_NOFOLLOW, random name)
+ * renamed over @name.
+ */
+int kpp_profile__write_fileat(int dirfd, const char *name, const struct kpp_view *v,
+			      const struct kpp_agg *a, struct kpp_symbolizer *sym,
+			      const struct kpp_write_opts *o);
+/* kpp_profile__write_file - the same into @path (its directory as it resolves now). */
 int kpp_profile__write_file(const char *path, const struct kpp_view *v,
 			    const struct kpp_agg *a, struct kpp_symbolizer *sym,
 			    const struct kpp_write_opts *o);
@@ -36,5 +44,13 @@ int kpp_profile__write_legacy(FILE *f, const struct kpp_view *v, const struct kp
 const struct kpp_map *kpp_proc__map_for(const struct kpp_proc *p, uint64_t pc);
 /* kpp_proc__read_maps - learn @pid's objects from /proc when no records named them. */
 int kpp_proc__read_maps(struct kpp_agg *a, uint32_t pid);
+/*
+ * A sample of live process @pid hit no known mapping (note); whether its
+ * maps should be read again now (at most once per 10 s per process); how
+ * many times they were (for the profile comment).  procmaps.c.
+ */
+void kpp_proc__note_unmapped(uint32_t pid);
+bool kpp_proc__want_reread(uint32_t pid);
+uint64_t kpp_proc__rereads(void);
 
 #endif

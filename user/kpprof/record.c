@@ -89,7 +89,17 @@ int record_main(int argc, char *argv[])
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct kpp_agg_limits lim = { .max_exited = SIZE_MAX };
+	/*
+	 * One command's tree: every exited process is kept with its unfreed
+	 * memory in use (the "leaked at exit" view), and the global caps
+	 * alone bound it (no per-uid or per-process share within one tree).
+	 */
+	struct kpp_agg_limits lim = {
+		.max_exited = SIZE_MAX, .keep_exited_inuse = true,
+		.max_uid_buckets = SIZE_MAX, .max_uid_stack_pcs = SIZE_MAX,
+		.max_uid_live = SIZE_MAX, .max_uid_procs = SIZE_MAX,
+		.max_proc_buckets = SIZE_MAX, .max_proc_live = SIZE_MAX,
+	};
 	struct kpprof_config old_cfg;
 	const char *dir = ".";
 	struct kpp_rates r = { 0 };

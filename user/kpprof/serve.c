@@ -20,17 +20,32 @@
  * with Content-Disposition: attachment; filename="heap" ("heap-delta" for
  * a delta); HEAD gets the headers only.
  *
+ * Who sees what (README "Threat model"): each connection's client is
+ * identified (peer.c: SO_PEERCRED on a Unix socket, the client socket's
+ * owner by sock_diag on loopback TCP) and sees only the processes access.c
+ * allows it, in profiles, pid lists, mappings and /symbol alike; a pid it
+ * may not see is answered exactly as a pid never seen.  A non-loopback
+ * --listen needs --insecure-remote, which serves every process to anyone
+ * who reaches the port.  The Host header is checked (DNS rebinding).
+ *
  * Threads: the main thread accepts and drains the ring; each connection
  * gets its own thread, so a ?seconds=30 waits beside other scrapes, not in
  * front of them.  The session (ring, aggregation, symbolizer) is not
  * thread-safe: whoever touches it holds srv.lock, and nobody holds it
- * while waiting, for a delta window or for a cycle to end (settle).  At most SERVE_MAX_REQUESTS requests
- * are served at once; more get 503.  Listens on loopback by default:
- * profiles reveal code addresses of every process.
+ * while waiting, for a delta window or for a cycle to end (settle).
+ *
+ * Limits (slow or abandoning clients): the whole request must arrive within
+ * KPP_HTTP_READ_MS and the whole reply be taken within KPP_HTTP_WRITE_MS; a client has at most SERVE_PEER_CONNS connections at
+ * once (per uid locally, per address remotely), more are closed at once;
+ * deltas and plain requests have separate slots (SERVE_MAX_DELTAS, of which
+ * SERVE_PEER_DELTAS per client, and SERVE_MAX_REQUESTS), so waiting deltas
+ * never starve scrapes; a delta whose client hung up ends at once.  Every
+ * refusal is counted (the index page, every profile's comment).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdatomic.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -39,21 +54,35 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "dev.h"
 #include "http.h"
 #include "output.h"
+#include "peer.h"
 #include "profile_write.h"
 #include "rates.h"
 #include "session.h"
+#include "symbolz.h"
 #include "verbs.h"
 
-/* Requests served at once; more are answered 503 at once. */
+/* Plain requests (no ?seconds=) served at once; more are answered 503. */
 #define SERVE_MAX_REQUESTS	16
-/* Connection threads at once (those answered 503 included); more are closed. */
-#define SERVE_MAX_THREADS	(2 * SERVE_MAX_REQUESTS)
+/* Delta requests waiting out their window at once, and per client; more get 503. */
+#define SERVE_MAX_DELTAS	8
+#define SERVE_PEER_DELTAS	4
+/* Connections of one client at once (reading included); more are closed. */
+#define SERVE_PEER_CONNS	12
+/* Connection threads at once; more are closed. */
+#define SERVE_MAX_THREADS	128
+/* The longest ?seconds= (Go has no cap but the server's write timeout). */
+#define SERVE_MAX_SECONDS	(7 * 86400)
+#define SERVE_MAX_LISTEN	4
+#define SERVE_MAX_NAMES		8
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -65,38 +94,83 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
+/* One client's connections and deltas in progress (count_lock). */
+struct peer_slot {
+	char key[64];
+	unsigned int conns, deltas;
+};
+
+/* What was refused, for the index page and every profile's comment. */
+struct serve_counts {
+	atomic_ullong peer_conns;	/* closed: SERVE_PEER_CONNS */
+	atomic_ullong threads;		/* closed: SERVE_MAX_THREADS */
+	atomic_ullong busy;		/* 503: SERVE_MAX_REQUESTS */
+	atomic_ullong deltas;		/* 503: SERVE_MAX_DELTAS / SERVE_PEER_DELTAS */
+	atomic_ullong slow;		/* 408: request not in within KPP_HTTP_READ_MS */
+	atomic_ullong host;		/* 403: Host header (DNS rebinding) */
+	atomic_ullong unknown_peer;	/* 403: the client's uid could not be learnt */
+	atomic_ullong abandoned;	/* deltas whose client hung up */
+	atomic_ullong symbol_cut;	/* /symbol addresses past KPP_SYMBOLZ_BUDGET_MS */
+};
+
+struct listener {
+	int fd;
+	bool unix_socket;
+	char path[108];			/* unix: the socket file, removed at exit */
+};
+
 struct server {
 	struct kpp_session s;
-	pthread_mutex_t lock;		/* the session */
-	pthread_mutex_t count_lock;	/* threads, busy */
+	struct kpp_access *access;	/* under lock */
+	pthread_mutex_t lock;		/* the session, access */
+	pthread_mutex_t count_lock;	/* threads, busy, deltas, peers */
 	pthread_cond_t idle;		/* threads dropped */
-	unsigned int threads, busy;
+	unsigned int threads, busy, deltas;
+	struct peer_slot peers[SERVE_MAX_THREADS];
+	struct serve_counts n;
+	bool insecure_remote;
+	bool any_ip;			/* a wildcard listen address: any IP literal is us */
+	const char *names[SERVE_MAX_NAMES];	/* Host values allowed beyond loopback's */
+	size_t nr_names;
+};
+
+/* The state each connection thread works on. */
+struct conn {
+	struct server *srv;
+	int fd;
+	bool unix_socket;
+	struct kpp_peer peer;
+	struct peer_slot *slot;
 };
 
 static void serve_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: kpprof serve [--listen [HOST]:PORT] [--mem-rate BYTES]\n"
+		"Usage: kpprof serve [--listen [HOST]:PORT|unix:PATH]... [--insecure-remote]\n"
+		"                    [--allow-host NAME]... [--mem-rate BYTES]\n"
 		"                    [--block-rate NS] [--mutex-fraction N]\n"
 		"Serves /debug/pprof/{heap,allocs,mutex,block} (?pid= ?seconds= ?gc=1\n"
 		"?debug=1) and /debug/pprof/symbol.  Default 127.0.0.1:6061; an empty\n"
-		"HOST means 127.0.0.1.\n");
+		"HOST means 127.0.0.1.  Each client sees only the processes its uid may\n"
+		"ptrace-read (root and CAP_PERFMON: all).  A non-loopback HOST needs\n"
+		"--insecure-remote: everyone who reaches the port sees every process.\n"
+		"--allow-host NAME: a Host header value to accept besides loopback's.\n");
 }
 
-static int parse_listen(const char *arg, struct sockaddr_in *sa)
+/* parse_listen - "[IPV4]:PORT" into @sa; @host gets the host part as given. */
+static int parse_listen(const char *arg, struct sockaddr_in *sa, char *host, size_t hlen)
 {
 	const char *colon = strrchr(arg, ':');
-	char host[64];
 	uint64_t port;
 
 	memset(sa, 0, sizeof(*sa));
 	sa->sin_family = AF_INET;
-	if (!colon || (size_t)(colon - arg) >= sizeof(host))
+	if (!colon || (size_t)(colon - arg) >= hlen)
 		return -1;
 	memcpy(host, arg, colon - arg);
 	host[colon - arg] = '\0';
 	if (!*host || !strcmp(host, "localhost"))
-		strcpy(host, "127.0.0.1");
+		snprintf(host, hlen, "127.0.0.1");
 	if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
 		return -1;
 	if (kpp_parse_u64("serve", "--listen port", colon + 1, &port) || port > 65535)
@@ -105,22 +179,17 @@ static int parse_listen(const char *arg, struct sockaddr_in *sa)
 	return 0;
 }
 
+/* pid= : that pid, and still the process the client was found to see. */
+struct one_pid {
+	uint32_t pid;
+	const struct kpp_pidset *set;
+};
+
 static bool pid_is(void *ctx, uint32_t pid)
 {
-	return pid == *(uint32_t *)ctx;
-}
+	const struct one_pid *o = ctx;
 
-/* wait_window - sleep @seconds (the main thread drains the ring); false if stopped. */
-static bool wait_window(uint64_t seconds)
-{
-	struct timespec t0, now, nap = { 0, 100 * 1000000L };
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
-		nanosleep(&nap, NULL);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-	} while (!stop && (uint64_t)(now.tv_sec - t0.tv_sec) < seconds);
-	return !stop;
+	return pid == o->pid && kpp_pidset__has((void *)o->set, pid);
 }
 
 static int64_t now_ms(void)
@@ -129,6 +198,26 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/*
+ * wait_window - sleep @seconds (the main thread drains the ring); false if
+ * stopped or if the client hung up (its slot is freed at once, counted).
+ */
+static bool wait_window(struct server *srv, int fd, uint64_t seconds)
+{
+	/* From now to the millisecond: whole-second fields would cut it short. */
+	int64_t end = now_ms() + (int64_t)seconds * 1000;
+
+	do {
+		struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+
+		if (poll(&p, 1, 100) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+			atomic_fetch_add(&srv->n.abandoned, 1);
+			return false;
+		}
+	} while (!stop && now_ms() < end);
+	return !stop;
 }
 
 /*
@@ -190,9 +279,11 @@ static int parse_profile(int fd, const struct kpp_http_req *r, struct profile_re
 	if (kpp_http__query(r->query, "seconds", val, sizeof(val))) {
 		q->seconds = strtoull(val, &end, 10);
 		/* Go answers 400 to seconds=0 (not a positive integer). */
-		if (*end || !*val || *val == '-' || q->seconds == 0 || q->seconds > 3600) {
+		if (*end || !*val || *val == '-' || q->seconds == 0 ||
+		    q->seconds > SERVE_MAX_SECONDS) {
 			kpp_http__error(fd, r, 400,
-					"invalid value for \"seconds\" - must be a positive integer (at most 3600)");
+					"invalid value for \"seconds\" - must be a positive integer (at most "
+					STR(SERVE_MAX_SECONDS) ")");
 			return -1;
 		}
 		/* Go: a delta has no legacy text form. */
@@ -214,20 +305,84 @@ struct encoded {
 	char msg[256];
 };
 
+/* One process's seccomp note, for a client that may see it. */
+struct quiet_ctx {
+	const struct kpp_pidset *set;
+	char *buf;
+	size_t len, used;
+};
+
+static int note_quiet(void *c, struct kpp_proc *p)
+{
+	struct quiet_ctx *q = c;
+	int n;
+
+	if (!p->seccomp_stopped || q->used >= q->len || !kpp_pidset__has((void *)q->set, p->pid))
+		return 0;
+	n = snprintf(q->buf + q->used, q->len - q->used,
+		     "; pid %u: seccomp filter installed, heap/lock sampling stopped (%llu events not recorded)",
+		     p->pid, (unsigned long long)p->seccomp_unsent);
+	if (n > 0)
+		q->used += (size_t)n;
+	return 0;
+}
+
+/* serve_counts_text - the refusal counters, as one line. */
+static void serve_counts_text(struct server *srv, char *buf, size_t len)
+{
+	struct serve_counts *n = &srv->n;
+
+	snprintf(buf, len,
+		 "http refused: %llu (connections per client), %llu (connections in all), "
+		 "%llu (busy), %llu (deltas), %llu (request too slow), %llu (Host), "
+		 "%llu (client unknown); deltas abandoned by their client: %llu; "
+		 "symbol addresses not named (time budget): %llu",
+		 (unsigned long long)n->peer_conns, (unsigned long long)n->threads,
+		 (unsigned long long)n->busy, (unsigned long long)n->deltas,
+		 (unsigned long long)n->slow, (unsigned long long)n->host,
+		 (unsigned long long)n->unknown_peer, (unsigned long long)n->abandoned,
+		 (unsigned long long)n->symbol_cut);
+}
+
+/*
+ * comment - the profile's comment for this client: the losses, the seccomp
+ * notes of the processes it may see (kpp_output__comment names them all),
+ * the HTTP refusals.
+ */
+static void comment(struct server *srv, const struct kpp_pidset *set, char *buf, size_t len)
+{
+	struct quiet_ctx q = { .set = set, .buf = buf, .len = len };
+
+	kpp_output__losses(&srv->s, buf, len);
+	q.used = strlen(buf);
+	kpp_agg__for_each_proc(srv->s.agg, note_quiet, &q);
+	q.used = strlen(buf);
+	if (q.used + 2 < len) {
+		strcpy(buf + q.used, "; ");
+		serve_counts_text(srv, buf + q.used + 2, len - q.used - 2);
+	}
+}
+
 static void build_profile(struct server *srv, const struct profile_req *q, struct kpp_view *old,
-			  struct encoded *out)
+			  const struct kpp_pidset *set, struct encoded *out)
 {
 	struct kpp_session *s = &srv->s;
 	struct kpp_write_opts o = { .allocs = q->allocs };
-	uint32_t pid32 = q->pid;
+	struct one_pid one = { q->pid, set };
 	struct kpp_view v;
 	int err;
 
 	kpp_session__learn_maps(s);
-	err = kpp_view__take(&v, s->agg, q->type, q->pid ? pid_is : NULL, &pid32);
+	/* A pid= was checked against @set already; its process, not a reused pid. */
+	err = q->pid ? kpp_view__take(&v, s->agg, q->type, pid_is, &one)
+		     : kpp_view__take(&v, s->agg, q->type, kpp_pidset__has, (void *)set);
 	if (!err && old) {
 		err = kpp_view__subtract(&v, old);
-		o.duration_ns = q->seconds * 1000000000LL;
+		/*
+		 * As Go's serveDeltaProfile: the measured window (settles
+		 * included), starting when the first snapshot was taken.
+		 */
+		o.duration_ns = v.time_ns - old->time_ns;
 		if (err)
 			kpp_view__release(&v);
 	}
@@ -236,23 +391,36 @@ static void build_profile(struct server *srv, const struct profile_req *q, struc
 		snprintf(out->msg, sizeof(out->msg), "out of memory");
 		return;
 	}
-	if (q->debug) {
+	/*
+	 * coll-state (M8): symbolize and encode a copy without srv.lock, so
+	 * the ring is drained meanwhile; the symbolizer has its own lock.
+	 */
+	char text[3072];
+	struct kpp_agg *copy;
+
+	comment(srv, set, text, sizeof(text));
+	o.comment = text;
+	copy = kpp_view__detach(&v, s->agg);
+	pthread_mutex_unlock(&srv->lock);
+	kpp_session__sym_lock(s);
+	if (!copy) {
+		/* out of memory: reported below */
+	} else if (q->debug) {
 		FILE *f = open_memstream(&out->buf, &out->len);
 
 		if (f) {
-			kpp_profile__write_legacy(f, &v, s->agg, s->sym);
+			kpp_profile__write_legacy(f, &v, copy, s->sym);
 			fclose(f);
 			out->code = 200;
 		}
 	} else {
-		char comment[2048];
-
-		kpp_output__comment(s, comment, sizeof(comment));
-		o.comment = comment;
-		if (kpp_profile__encode_gz(&v, s->agg, s->sym, &o, (uint8_t **)&out->buf,
+		if (kpp_profile__encode_gz(&v, copy, s->sym, &o, (uint8_t **)&out->buf,
 					   &out->len) == 0)
 			out->code = 200;
 	}
+	kpp_session__sym_unlock(s);
+	kpp_agg__free(copy);
+	pthread_mutex_lock(&srv->lock);
 	if (out->code != 200) {
 		out->code = 500;
 		snprintf(out->msg, sizeof(out->msg), "cannot encode the profile");
@@ -260,52 +428,87 @@ static void build_profile(struct server *srv, const struct profile_req *q, struc
 	kpp_view__release(&v);
 }
 
-static void serve_profile(struct server *srv, int fd, const struct kpp_http_req *r,
-			  struct profile_req *q)
+/*
+ * visible - under the lock: the pids @c may see into @set, and whether pid
+ * @pid (0: none asked) is one of them.  -ENOMEM on failure.
+ */
+static int visible(struct conn *c, uint64_t pid, struct kpp_pidset *set, bool *known)
 {
+	struct server *srv = c->srv;
+	int err = kpp_pidset__take(set, srv->access, &c->peer, srv->s.agg);
+
+	*known = true;
+	if (!err && pid) {
+		const struct kpp_proc *p = kpp_agg__proc(srv->s.agg, pid);
+
+		*known = p && kpp_pidset__has(set, pid);
+	}
+	return err;
+}
+
+static void serve_profile(struct conn *c, const struct kpp_http_req *r, struct profile_req *q)
+{
+	struct server *srv = c->srv;
 	struct kpp_session *s = &srv->s;
 	struct encoded out = { 0 };
+	struct kpp_pidset set;
 	struct kpp_view old;
-	uint32_t pid32 = q->pid;
+	struct one_pid one = { q->pid, &set };
 	char hdr[128];
 	bool known = true;
-	int err = 0;
+	int fd = c->fd, err;
 
-	if (parse_profile(fd, r, q))
-		return;
 	pthread_mutex_lock(&srv->lock);
-	if (q->pid)
-		known = kpp_agg__proc(s->agg, q->pid) != NULL;
+	err = visible(c, q->pid, &set, &known);
 	pthread_mutex_unlock(&srv->lock);
-	if (known && (q->gc || (q->seconds && q->type == KPP_HEAP)))
-		settle(srv);
-	if (known && q->seconds) {
-		pthread_mutex_lock(&srv->lock);
-		err = kpp_view__take(&old, s->agg, q->type, q->pid ? pid_is : NULL, &pid32);
-		pthread_mutex_unlock(&srv->lock);
+	if (err) {
+		kpp_http__error(fd, r, 500, "out of memory");
+		return;
 	}
+	/* Another user's process is answered as a pid never seen. */
 	if (!known) {
+		kpp_pidset__release(&set);
 		snprintf(out.msg, sizeof(out.msg),
 			 "no profile for pid %llu: it has not run with libkpprof.so since this server started",
 			 (unsigned long long)q->pid);
 		kpp_http__error(fd, r, 404, out.msg);
 		return;
 	}
+	if (q->gc || (q->seconds && q->type == KPP_HEAP))
+		settle(srv);
+	if (q->seconds) {
+		pthread_mutex_lock(&srv->lock);
+		err = q->pid ? kpp_view__take(&old, s->agg, q->type, pid_is, &one)
+			     : kpp_view__take(&old, s->agg, q->type, kpp_pidset__has, &set);
+		pthread_mutex_unlock(&srv->lock);
+	}
 	if (err) {
+		kpp_pidset__release(&set);
 		kpp_http__error(fd, r, 500, "out of memory");
 		return;
 	}
 	/* The window: no lock held, other requests go on. */
-	if (q->seconds && !wait_window(q->seconds)) {
+	if (q->seconds && !wait_window(srv, fd, q->seconds)) {
 		kpp_view__release(&old);
-		kpp_http__error(fd, r, 503, "the server is shutting down");
+		kpp_pidset__release(&set);
+		if (stop)
+			kpp_http__error(fd, r, 503, "the server is shutting down");
 		return;
 	}
 	if (q->seconds && q->type == KPP_HEAP)
 		settle(srv);
 	pthread_mutex_lock(&srv->lock);
-	build_profile(srv, q, q->seconds ? &old : NULL, &out);
+	/* The processes of the window's end: those that came since, the client's too. */
+	if (q->seconds && !q->pid) {
+		kpp_pidset__release(&set);
+		err = visible(c, 0, &set, &known);
+	}
+	if (err)
+		snprintf(out.msg, sizeof(out.msg), "out of memory"), out.code = 500;
+	else
+		build_profile(srv, q, q->seconds ? &old : NULL, &set, &out);
 	pthread_mutex_unlock(&srv->lock);
+	kpp_pidset__release(&set);
 	if (q->seconds)
 		kpp_view__release(&old);
 	if (out.code != 200) {
@@ -322,73 +525,16 @@ static void serve_profile(struct server *srv, int fd, const struct kpp_http_req 
 
 /* ------------------------------------------------------------ symbol */
 
-struct name_ctx {
-	struct kpp_symbolizer *sym;
-	uint64_t pc;
-	char name[512];
-	bool found, conflict;
-};
-
-static int name_in(void *c, struct kpp_proc *p)
+static void serve_symbol(struct conn *c, const struct kpp_http_req *r)
 {
-	struct name_ctx *ctx = c;
-	const struct kpp_map *m = kpp_proc__map_for(p, ctx->pc);
-	struct kpp_sym s;
-	const char *name;
-
-	if (!m || kpp_symbolizer__lookup_pid(ctx->sym, p->pid, m, ctx->pc, &s))
-		return 0;
-	/* Innermost, as Go's FuncForPC names an inlined call. */
-	name = s.nr_frames ? s.frames[0].name : s.name;
-	if (!name)
-		return 0;
-	if (!ctx->found) {
-		snprintf(ctx->name, sizeof(ctx->name), "%s", name);
-		ctx->found = true;
-	} else if (strcmp(ctx->name, name)) {
-		ctx->conflict = true;
-		return 1;
-	}
-	return 0;
-}
-
-/* symbol_words - resolve each "0xADDR" of @text (separated by '+' or '&'). */
-static void symbol_words(struct server *srv, const char *text, uint32_t pid, FILE *f)
-{
-	while (*text) {
-		size_t n = strcspn(text, "+&");
-		char word[64], *end;
-
-		if (n < sizeof(word) && !memchr(text, '=', n)) {
-			memcpy(word, text, n);
-			word[n] = '\0';
-			uint64_t pc = strtoull(word, &end, 0);
-			struct name_ctx ctx = { .sym = srv->s.sym, .pc = pc };
-
-			if (pc && !*end) {
-				if (pid) {
-					struct kpp_proc *p = kpp_agg__proc(srv->s.agg, pid);
-
-					if (p)
-						name_in(&ctx, p);
-				} else {
-					kpp_agg__for_each_proc(srv->s.agg, name_in, &ctx);
-				}
-				if (ctx.found && !ctx.conflict)
-					fprintf(f, "%#llx %s\n", (unsigned long long)pc, ctx.name);
-			}
-		}
-		text += n;
-		if (*text)
-			text++;
-	}
-}
-
-static void serve_symbol(struct server *srv, int fd, const struct kpp_http_req *r)
-{
+	struct server *srv = c->srv;
 	char val[32], *buf = NULL, *end;
+	struct kpp_agg *copy = NULL;
+	struct kpp_pidset set;
 	uint64_t pid = 0;
 	size_t len = 0;
+	bool known;
+	int fd = c->fd, err;
 	FILE *f;
 
 	if (kpp_http__query(r->query, "pid", val, sizeof(val))) {
@@ -405,92 +551,174 @@ static void serve_symbol(struct server *srv, int fd, const struct kpp_http_req *
 	}
 	/* pprof only asks whether this is 0 (no symbols) or not. */
 	fputs("num_symbols: 1\n", f);
+	/* coll-state (M8): scan a copy of the mappings without srv.lock. */
 	pthread_mutex_lock(&srv->lock);
 	kpp_session__learn_maps(&srv->s);
-	symbol_words(srv, r->body ? r->body : r->query, pid, f);
+	/* A process the client may not see names nothing, as an unknown pid. */
+	err = visible(c, pid, &set, &known);
+	copy = err ? NULL : kpp_agg__copy_procs(srv->s.agg, pid);
 	pthread_mutex_unlock(&srv->lock);
+	if (copy) {
+		uint64_t cut = kpp_symbolz__answer(&srv->s, copy, &set, r->body ? r->body : r->query,
+						   pid, f, KPP_SYMBOLZ_BUDGET_MS);
+
+		if (cut)
+			atomic_fetch_add(&srv->n.symbol_cut, cut);
+		kpp_agg__free(copy);
+	}
+	kpp_pidset__release(&set);
 	fclose(f);
-	kpp_http__reply(fd, r, 200, "text/plain; charset=utf-8", NULL, buf, len);
+	if (!copy)
+		kpp_http__error(fd, r, 500, "out of memory");
+	else
+		kpp_http__reply(fd, r, 200, "text/plain; charset=utf-8", NULL, buf, len);
 	free(buf);
 }
 
 /* ------------------------------------------------------------ requests */
 
-static void handle(struct server *srv, int fd, const struct kpp_http_req *r)
+static const struct { const char *name; int type; bool allocs; } profiles[] = {
+	{ "heap", KPP_HEAP, false }, { "allocs", KPP_HEAP, true },
+	{ "mutex", KPP_MUTEX, false }, { "block", KPP_BLOCK, false },
+};
+
+static int profile_index(const char *path)
 {
-	static const struct { const char *name; int type; bool allocs; } profiles[] = {
-		{ "heap", KPP_HEAP, false }, { "allocs", KPP_HEAP, true },
-		{ "mutex", KPP_MUTEX, false }, { "block", KPP_BLOCK, false },
-	};
+	if (strncmp(path, "/debug/pprof/", 13))
+		return -1;
+	for (size_t i = 0; i < sizeof(profiles) / sizeof(profiles[0]); i++)
+		if (!strcmp(path + 13, profiles[i].name))
+			return i;
+	return -1;
+}
+
+static void serve_index(struct conn *c, const struct kpp_http_req *r)
+{
+	static const char index[] =
+		"kpprof profiles:\n/debug/pprof/heap\n/debug/pprof/allocs\n"
+		"/debug/pprof/mutex\n/debug/pprof/block\n/debug/pprof/symbol\n"
+		"parameters: pid=N seconds=S gc=1 debug=1\n";
+	char text[1024], counts[512];
+	int n;
+
+	serve_counts_text(c->srv, counts, sizeof(counts));
+	n = snprintf(text, sizeof(text), "%s%s\n", index, counts);
+	kpp_http__reply(c->fd, r, 200, "text/plain; charset=utf-8", NULL, text,
+			n < (int)sizeof(text) ? (size_t)n : sizeof(text) - 1);
+}
+
+static void handle(struct conn *c, const struct kpp_http_req *r)
+{
 	const char *path = r->path;
+	int fd = c->fd, i;
 
 	if (!strcmp(path, "/debug/pprof/") || !strcmp(path, "/debug/pprof")) {
-		static const char index[] =
-			"kpprof profiles:\n/debug/pprof/heap\n/debug/pprof/allocs\n"
-			"/debug/pprof/mutex\n/debug/pprof/block\n/debug/pprof/symbol\n"
-			"parameters: pid=N seconds=S gc=1 debug=1\n";
-
-		kpp_http__reply(fd, r, 200, "text/plain; charset=utf-8", NULL, index,
-				sizeof(index) - 1);
+		serve_index(c, r);
 		return;
 	}
 	if (!strcmp(path, "/debug/pprof/symbol")) {
 		if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD") && strcmp(r->method, "POST"))
 			kpp_http__error(fd, r, 405, "GET, HEAD or POST only");
 		else
-			serve_symbol(srv, fd, r);
+			serve_symbol(c, r);
 		return;
 	}
 	if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD")) {
 		kpp_http__error(fd, r, 405, "GET or HEAD only");
 		return;
 	}
-	for (size_t i = 0; i < sizeof(profiles) / sizeof(profiles[0]); i++)
-		if (!strncmp(path, "/debug/pprof/", 13) && !strcmp(path + 13, profiles[i].name)) {
-			struct profile_req q = {
-				.type = profiles[i].type, .allocs = profiles[i].allocs,
-				.name = profiles[i].name,
-			};
+	i = profile_index(path);
+	if (i >= 0) {
+		struct profile_req q = {
+			.type = profiles[i].type, .allocs = profiles[i].allocs,
+			.name = profiles[i].name,
+		};
 
-			serve_profile(srv, fd, r, &q);
-			return;
-		}
+		if (!parse_profile(fd, r, &q))
+			serve_profile(c, r, &q);
+		return;
+	}
 	kpp_http__error(fd, r, 404, "unknown profile: try /debug/pprof/");
 }
 
-struct conn {
-	struct server *srv;
-	int fd;
-};
+/*
+ * admit - a slot for @r: a delta (a profile with seconds=) one of
+ * SERVE_MAX_DELTAS, at most SERVE_PEER_DELTAS of them its client's; any
+ * other request one of SERVE_MAX_REQUESTS.  Apart, so deltas waiting out
+ * their windows never take a scrape's slot.  0, or the 503 message.
+ */
+static const char *admit(struct conn *c, const struct kpp_http_req *r, bool *delta)
+{
+	struct server *srv = c->srv;
+	const char *why = NULL;
+	char val[32];
+
+	*delta = profile_index(r->path) >= 0 && kpp_http__query(r->query, "seconds", val, sizeof(val));
+	pthread_mutex_lock(&srv->count_lock);
+	if (*delta) {
+		if (srv->deltas >= SERVE_MAX_DELTAS)
+			why = "too many delta profiles at once (" STR(SERVE_MAX_DELTAS) "); retry later";
+		else if (c->slot->deltas >= SERVE_PEER_DELTAS)
+			why = "too many delta profiles of yours at once (" STR(SERVE_PEER_DELTAS) "); retry later";
+		if (!why) {
+			srv->deltas++;
+			c->slot->deltas++;
+		} else {
+			atomic_fetch_add(&srv->n.deltas, 1);
+		}
+	} else if (srv->busy >= SERVE_MAX_REQUESTS) {
+		why = "too many requests at once (" STR(SERVE_MAX_REQUESTS) "); retry later";
+		atomic_fetch_add(&srv->n.busy, 1);
+	} else {
+		srv->busy++;
+	}
+	pthread_mutex_unlock(&srv->count_lock);
+	return why;
+}
 
 static void *conn_thread(void *arg)
 {
 	struct conn *c = arg;
 	struct server *srv = c->srv;
 	struct kpp_http_req r;
-	bool admitted = false;
+	bool admitted = false, delta = false;
+	const char *why;
 	int code = kpp_http__read(c->fd, &r);
 
 	if (code) {
-		kpp_http__error(c->fd, NULL, code, code == 413 ? "request body too large"
-							      : "malformed request");
+		if (code == 408)
+			atomic_fetch_add(&srv->n.slow, 1);
+		kpp_http__error(c->fd, NULL, code, code == 413 ? "request body too large" :
+					     code == 408 ? "request not received in time" :
+					     "malformed request");
+	} else if (!kpp_http__host_ok(&r, srv->names, srv->nr_names, srv->any_ip)) {
+		/*
+		 * A browser sent here by a name pointing at us (DNS rebinding);
+		 * on the Unix socket too, which a TCP bridge (socat) may feed.
+		 */
+		atomic_fetch_add(&srv->n.host, 1);
+		kpp_http__error(c->fd, &r, 403, "Host header names another server; use localhost or 127.0.0.1");
+	} else if (!c->peer.all && !c->peer.known) {
+		atomic_fetch_add(&srv->n.unknown_peer, 1);
+		kpp_http__error(c->fd, &r, 403, c->peer.kind == KPP_PEER_REMOTE ?
+				"remote clients are not served (see --insecure-remote)" :
+				"cannot tell which user this connection is from");
+	} else if ((why = admit(c, &r, &delta))) {
+		kpp_http__error(c->fd, &r, 503, why);
 	} else {
-		pthread_mutex_lock(&srv->count_lock);
-		if (srv->busy < SERVE_MAX_REQUESTS) {
-			srv->busy++;
-			admitted = true;
-		}
-		pthread_mutex_unlock(&srv->count_lock);
-		if (admitted)
-			handle(srv, c->fd, &r);
-		else
-			kpp_http__error(c->fd, &r, 503,
-					"too many requests at once (" STR(SERVE_MAX_REQUESTS) "); retry later");
+		admitted = true;
+		handle(c, &r);
 	}
 	kpp_http__release(&r);
 	close(c->fd);
 	pthread_mutex_lock(&srv->count_lock);
-	srv->busy -= admitted;
+	if (admitted && delta) {
+		srv->deltas--;
+		c->slot->deltas--;
+	} else if (admitted) {
+		srv->busy--;
+	}
+	c->slot->conns--;
 	srv->threads--;
 	pthread_cond_broadcast(&srv->idle);
 	pthread_mutex_unlock(&srv->count_lock);
@@ -498,19 +726,59 @@ static void *conn_thread(void *arg)
 	return NULL;
 }
 
-/* start_conn - a thread for @fd (signals blocked: they go to the main thread). */
-static void start_conn(struct server *srv, int fd)
+/* peer_slot - @key's slot, or a free one (count_lock held); NULL if none. */
+static struct peer_slot *peer_slot(struct server *srv, const char *key)
 {
-	struct conn *c = malloc(sizeof(*c));
+	struct peer_slot *free_slot = NULL;
+
+	for (size_t i = 0; i < SERVE_MAX_THREADS; i++) {
+		struct peer_slot *p = &srv->peers[i];
+
+		if (p->conns && !strcmp(p->key, key))
+			return p;
+		if (!p->conns && !free_slot)
+			free_slot = p;
+	}
+	if (free_slot) {
+		snprintf(free_slot->key, sizeof(free_slot->key), "%s", key);
+		free_slot->deltas = 0;
+	}
+	return free_slot;
+}
+
+/*
+ * start_conn - a thread for @fd (signals blocked: they go to the main
+ * thread), unless its client has SERVE_PEER_CONNS already or the server
+ * SERVE_MAX_THREADS: then closed at once, counted.
+ */
+static void start_conn(struct server *srv, int fd, bool unix_socket)
+{
+	struct conn *c = calloc(1, sizeof(*c));
 	sigset_t all, old;
 	pthread_attr_t attr;
 	pthread_t t;
 	bool ok = false;
 
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->srv = srv;
+	c->fd = fd;
+	c->unix_socket = unix_socket;
+	kpp_peer__identify(fd, srv->insecure_remote, &c->peer);
 	pthread_mutex_lock(&srv->count_lock);
-	if (c && srv->threads < SERVE_MAX_THREADS) {
-		srv->threads++;
-		ok = true;
+	if (srv->threads >= SERVE_MAX_THREADS) {
+		atomic_fetch_add(&srv->n.threads, 1);
+	} else {
+		c->slot = peer_slot(srv, c->peer.key);
+		if (c->slot && c->slot->conns < SERVE_PEER_CONNS) {
+			c->slot->conns++;
+			srv->threads++;
+			ok = true;
+		} else {
+			atomic_fetch_add(&srv->n.peer_conns, 1);
+		}
 	}
 	pthread_mutex_unlock(&srv->count_lock);
 	if (!ok) {
@@ -518,8 +786,6 @@ static void start_conn(struct server *srv, int fd)
 		close(fd);
 		return;
 	}
-	c->srv = srv;
-	c->fd = fd;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	pthread_attr_init(&attr);
@@ -527,6 +793,7 @@ static void start_conn(struct server *srv, int fd)
 	if (pthread_create(&t, &attr, conn_thread, c)) {
 		pthread_mutex_lock(&srv->count_lock);
 		srv->threads--;
+		c->slot->conns--;
 		pthread_mutex_unlock(&srv->count_lock);
 		close(fd);
 		free(c);
@@ -552,10 +819,119 @@ static bool wait_idle(struct server *srv, int seconds)
 	return idle;
 }
 
+/* on_record - the session tells us which uid wrote each process's records. */
+static void on_record(struct kpp_session *s, const struct kpp_rec *r)
+{
+	struct server *srv = (struct server *)((char *)s - offsetof(struct server, s));
+	const struct kpp_proc *p;
+
+	if (!r->tgid)
+		return;
+	p = kpp_agg__proc(s->agg, r->tgid);
+	if (p)
+		kpp_access__note(srv->access, r->tgid, p->serial, r->uid);
+}
+
+/* listen_unix - a Unix socket at @path, mode 0666: who connects is told apart by SO_PEERCRED. */
+static int listen_unix(const char *path, struct listener *l)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	/* A socket left by an earlier server; never anything else. */
+	if (!lstat(path, &st) && S_ISSOCK(st.st_mode))
+		unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0666) || listen(fd, 64)) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	l->fd = fd;
+	l->unix_socket = true;
+	snprintf(l->path, sizeof(l->path), "%s", path);
+	return 0;
+}
+
+/* listen_tcp - @arg is [IPV4]:PORT; a non-loopback address needs --insecure-remote. */
+static int listen_tcp(struct server *srv, const char *arg, struct listener *l, char *host,
+		      size_t hlen)
+{
+	struct sockaddr_in sa;
+	socklen_t salen = sizeof(sa);
+	char addr[INET_ADDRSTRLEN];
+	int fd, one = 1;
+
+	if (parse_listen(arg, &sa, host, hlen)) {
+		fprintf(stderr, "kpprof serve: --listen %s: expected [IPV4]:PORT or unix:PATH, e.g. 127.0.0.1:6061\n",
+			arg);
+		return -1;
+	}
+	if (!kpp_peer__is_loopback(&sa) && !srv->insecure_remote) {
+		fprintf(stderr,
+			"kpprof serve: --listen %s is not a loopback address: everyone who reaches it would see\n"
+			"every process's profiles.  Add --insecure-remote to mean that, or listen on loopback\n"
+			"or a Unix socket.\n", arg);
+		return -1;
+	}
+	if (sa.sin_addr.s_addr == htonl(INADDR_ANY))
+		srv->any_ip = true;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 64) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &salen)) {
+		fprintf(stderr, "kpprof serve: cannot listen on %s: %s\n", arg, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	l->fd = fd;
+	inet_ntop(AF_INET, &sa.sin_addr, addr, sizeof(addr));
+	printf("kpprof: serving http://%s:%u/debug/pprof/\n", addr, ntohs(sa.sin_port));
+	return 0;
+}
+
+/*
+ * probe_sock_diag - can we learn who owns a loopback client's socket?  The
+ * kernel answers "no such socket" also when it has no TCP diag support
+ * (tcp_diag not loaded and not loadable), which would refuse every client:
+ * ask about our own listener first.  0, or 1 after saying why not.
+ */
+static int probe_sock_diag(int lfd)
+{
+	struct sockaddr_in me, none = { .sin_family = AF_INET };
+	socklen_t len = sizeof(me);
+	uid_t uid;
+	int err;
+
+	if (getsockname(lfd, (struct sockaddr *)&me, &len))
+		return 0;
+	err = kpp_peer__tcp_owner(&me, &none, &uid);
+	if (!err)
+		return 0;
+	fprintf(stderr,
+		"kpprof serve: cannot tell loopback clients' users apart: NETLINK_SOCK_DIAG: %s\n"
+		"  (load the tcp_diag module: modprobe tcp_diag; or listen on unix:PATH only)\n",
+		strerror(-err));
+	return 1;
+}
+
 int serve_main(int argc, char *argv[])
 {
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' },
+		{ "insecure-remote", no_argument, NULL, 'I' },
+		{ "allow-host", required_argument, NULL, 'A' },
 		KPP_RATE_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -565,18 +941,34 @@ int serve_main(int argc, char *argv[])
 		.count_lock = PTHREAD_MUTEX_INITIALIZER,
 		.idle = PTHREAD_COND_INITIALIZER,
 	};
+	static char hosts[SERVE_MAX_LISTEN][64];
 	struct kpp_session *s = &srv.s;
-	struct sockaddr_in sa;
-	socklen_t salen = sizeof(sa);
-	const char *listen_addr = "127.0.0.1:6061";
+	const char *listen_args[SERVE_MAX_LISTEN];
+	struct listener ls[SERVE_MAX_LISTEN];
+	size_t nl = 0, nargs = 0;
 	struct kpprof_config old_cfg;
 	struct kpp_rates r = { 0 };
-	int opt, lfd, one = 1, ret = 1;
-	char addr[INET_ADDRSTRLEN];
+	int opt, ret = 1;
+	time_t last_prune = 0;
 
 	while ((opt = getopt_long(argc, argv, "l:h", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'l': listen_addr = optarg; break;
+		case 'l':
+			if (nargs == SERVE_MAX_LISTEN) {
+				fprintf(stderr, "kpprof serve: at most %d --listen\n", SERVE_MAX_LISTEN);
+				return 1;
+			}
+			listen_args[nargs++] = optarg;
+			break;
+		case 'I': srv.insecure_remote = true; break;
+		case 'A':
+			if (srv.nr_names == SERVE_MAX_NAMES - SERVE_MAX_LISTEN) {
+				fprintf(stderr, "kpprof serve: at most %d --allow-host\n",
+					SERVE_MAX_NAMES - SERVE_MAX_LISTEN);
+				return 1;
+			}
+			srv.names[srv.nr_names++] = optarg;
+			break;
 		case 'h':
 			serve_usage(stdout);
 			return 0;
@@ -594,56 +986,85 @@ int serve_main(int argc, char *argv[])
 		fprintf(stderr, "kpprof serve: unexpected argument '%s'\n", argv[optind]);
 		return 1;
 	}
-	if (parse_listen(listen_addr, &sa)) {
-		fprintf(stderr, "kpprof serve: --listen %s: expected [IPV4]:PORT, e.g. 127.0.0.1:6061\n",
-			listen_addr);
-		return 1;
+	if (!nargs)
+		listen_args[nargs++] = "127.0.0.1:6061";
+	for (; nl < nargs; nl++) {
+		struct listener *l = &ls[nl];
+
+		memset(l, 0, sizeof(*l));
+		if (!strncmp(listen_args[nl], "unix:", 5)) {
+			if (listen_unix(listen_args[nl] + 5, l)) {
+				fprintf(stderr, "kpprof serve: cannot listen on %s: %s\n", listen_args[nl],
+					strerror(errno));
+				goto out_listen;
+			}
+			printf("kpprof: serving %s (http://localhost/debug/pprof/)\n", listen_args[nl]);
+		} else {
+			if (listen_tcp(&srv, listen_args[nl], l, hosts[nl], sizeof(hosts[nl])))
+				goto out_listen;
+			/* The listen host as given is a Host value clients use. */
+			srv.names[srv.nr_names++] = hosts[nl];
+		}
 	}
-	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 64) ||
-	    getsockname(lfd, (struct sockaddr *)&sa, &salen)) {
-		fprintf(stderr, "kpprof serve: cannot listen on %s: %s\n", listen_addr, strerror(errno));
-		if (lfd >= 0)
-			close(lfd);
-		return 1;
-	}
-	if (kpp_session__open(s, NULL)) {
-		close(lfd);
-		return 1;
+	srv.access = kpp_access__new();
+	if (!srv.access || kpp_session__open(s, NULL))
+		goto out_listen;
+	s->on_record = on_record;
+	for (size_t i = 0; i < nl; i++)
+		if (!ls[i].unix_socket && probe_sock_diag(ls[i].fd))
+			goto out;
+	/* Requests symbolize without srv.lock, under the symbolizer's (session.h). */
+	if (kpp_session__share_symbolizer(s)) {
+		fprintf(stderr, "kpprof serve: out of memory\n");
+		goto out;
 	}
 	if (kpp_rates__set(s->fd, "serve", &r, &old_cfg))
 		goto out;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	inet_ntop(AF_INET, &sa.sin_addr, addr, sizeof(addr));
-	printf("kpprof: serving http://%s:%u/debug/pprof/\n", addr, ntohs(sa.sin_port));
 	fflush(stdout);
 
 	while (!stop) {
-		struct pollfd pfd[2] = {
-			{ .fd = lfd, .events = POLLIN },
-			{ .fd = kpp_ring__epoll_fd(s->ring), .events = POLLIN },
-		};
+		struct pollfd pfd[SERVE_MAX_LISTEN + 1];
 
-		if (poll(pfd, 2, 1000) < 0 && errno != EINTR)
+		for (size_t i = 0; i < nl; i++)
+			pfd[i] = (struct pollfd){ .fd = ls[i].fd, .events = POLLIN };
+		pfd[nl] = (struct pollfd){ .fd = kpp_ring__epoll_fd(s->ring), .events = POLLIN };
+		if (poll(pfd, nl + 1, 1000) < 0 && errno != EINTR)
 			break;
-		if (pfd[0].revents & POLLIN) {
-			int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		for (size_t i = 0; i < nl; i++) {
+			if (!(pfd[i].revents & POLLIN))
+				continue;
+			int cfd = accept4(ls[i].fd, NULL, NULL, SOCK_CLOEXEC);
 
-			if (cfd >= 0)
-				start_conn(&srv, cfd);
+			if (cfd >= 0) {
+				start_conn(&srv, cfd, ls[i].unix_socket);
+			} else if (errno == EMFILE || errno == ENFILE) {
+				/* Out of fds: the socket stays readable; do not spin on it. */
+				struct timespec nap = { 0, 50 * 1000000L };
+
+				atomic_fetch_add(&srv.n.threads, 1);
+				nanosleep(&nap, NULL);
+			}
 		}
 		pthread_mutex_lock(&srv.lock);
 		kpp_ring__consume(s->ring);
 		kpp_session__reap(s);
 		kpp_agg__expire(s->agg);
+		if (time(NULL) - last_prune >= 10) {
+			kpp_access__prune(srv.access, s->agg);
+			last_prune = time(NULL);
+		}
 		pthread_mutex_unlock(&srv.lock);
 	}
 	ret = 0;
-	close(lfd);
-	lfd = -1;
+	for (size_t i = 0; i < nl; i++) {
+		close(ls[i].fd);
+		if (ls[i].unix_socket)
+			unlink(ls[i].path);
+	}
+	nl = 0;
 	/* Requests in a window see `stop` and answer within a settle's time. */
 	if (!wait_idle(&srv, 15)) {
 		fprintf(stderr, "kpprof serve: requests still running at exit\n");
@@ -653,7 +1074,13 @@ int serve_main(int argc, char *argv[])
 		kpprof_dev__set_config(s->fd, &old_cfg);
 out:
 	kpp_session__close(s);
-	if (lfd >= 0)
-		close(lfd);
+out_listen:
+	for (size_t i = 0; i < nl; i++) {
+		close(ls[i].fd);
+		if (ls[i].unix_socket)
+			unlink(ls[i].path);
+	}
+	kpp_access__free(srv.access);
+	srv.access = NULL;
 	return ret;
 }

@@ -30,6 +30,93 @@ int kpp_parse_u64(const char *verb, const char *opt, const char *arg, uint64_t *
 	return 0;
 }
 
+struct kpp_pending_prefetch {
+	uint32_t pid;
+	struct kpp_map m;	/* path malloc'd */
+};
+
+int kpp_session__share_symbolizer(struct kpp_session *s)
+{
+	int err = pthread_mutex_init(&s->sym_lock, NULL);
+
+	if (err)
+		return -err;
+	s->pending = calloc(KPP_PENDING_PREFETCH, sizeof(*s->pending));
+	if (!s->pending) {
+		pthread_mutex_destroy(&s->sym_lock);
+		return -ENOMEM;
+	}
+	s->sym_shared = true;
+	return 0;
+}
+
+void kpp_session__sym_lock(struct kpp_session *s)
+{
+	if (s->sym_shared)
+		pthread_mutex_lock(&s->sym_lock);
+}
+
+void kpp_session__sym_unlock(struct kpp_session *s)
+{
+	if (s->sym_shared)
+		pthread_mutex_unlock(&s->sym_lock);
+}
+
+/* Prefetches that waited for the symbolizer; it is held. */
+static void run_pending(struct kpp_session *s)
+{
+	for (size_t i = 0; i < s->nr_pending; i++) {
+		kpp_symbolizer__prefetch(s->sym, s->pending[i].pid, &s->pending[i].m);
+		free(s->pending[i].m.path);
+	}
+	s->nr_pending = 0;
+}
+
+/*
+ * prefetch - open @m's object now, while @pid lives; never waits for a
+ * symbolizer another thread holds (queued instead, see session.h).
+ */
+static void prefetch(struct kpp_session *s, uint32_t pid, const struct kpp_map *m)
+{
+	struct kpp_pending_prefetch *q;
+
+	if (!s->sym)
+		return;
+	if (!s->sym_shared) {
+		kpp_symbolizer__prefetch(s->sym, pid, m);
+		return;
+	}
+	if (!pthread_mutex_trylock(&s->sym_lock)) {
+		run_pending(s);
+		kpp_symbolizer__prefetch(s->sym, pid, m);
+		pthread_mutex_unlock(&s->sym_lock);
+		return;
+	}
+	if (s->nr_pending == KPP_PENDING_PREFETCH) {
+		s->prefetch_lost++;
+		return;
+	}
+	q = &s->pending[s->nr_pending];
+	q->pid = pid;
+	q->m = *m;
+	q->m.path = strdup(m->path);
+	if (!q->m.path) {
+		s->prefetch_lost++;
+		return;
+	}
+	s->nr_pending++;
+	s->prefetch_deferred++;
+}
+
+/* Run what waited, if the symbolizer is free now. */
+static void try_pending(struct kpp_session *s)
+{
+	if (!s->nr_pending || pthread_mutex_trylock(&s->sym_lock))
+		return;
+	run_pending(s);
+	pthread_mutex_unlock(&s->sym_lock);
+}
+
 int kpp_session__record(void *ctx, const void *data, size_t len)
 {
 	struct kpp_session *s = ctx;
@@ -41,8 +128,16 @@ int kpp_session__record(void *ctx, const void *data, size_t len)
 		((struct kpp_agg_stats *)kpp_agg__stats(s->agg))->bad_records++;
 		return 0;
 	}
-	if (s->only_root && r.kind != KPPROF_REC_COMM && r.kind != KPPROF_REC_CYCLE &&
-	    !kpp_agg__descends_from(s->agg, r.tgid, s->root)) {
+	/*
+	 * record: only the command's tree.  A COMM record is kept when it
+	 * names a member or a new child of one (its ppid is a member), so
+	 * the tree is followed and the rest of the machine's processes cost
+	 * nothing (no process table of every pid, no per-exit work).
+	 */
+	if (s->only_root && r.kind != KPPROF_REC_CYCLE &&
+	    !kpp_agg__descends_from(s->agg, r.tgid, s->root) &&
+	    !(r.kind == KPPROF_REC_COMM && r.comm.reason != KPPROF_COMM_EXIT &&
+	      kpp_agg__descends_from(s->agg, r.comm.ppid, s->root))) {
 		s->skipped++;
 		return 0;
 	}
@@ -52,6 +147,8 @@ int kpp_session__record(void *ctx, const void *data, size_t len)
 		kpp_note__say(stderr, &r, p ? p->comm : NULL);
 	}
 	err = kpp_agg__add(s->agg, &r);
+	if (!err && s->on_record)
+		s->on_record(s, &r);
 	if (!err && r.kind == KPPROF_REC_MMAP && s->sym) {
 		/*
 		 * Open the object now, while the process lives (its files may
@@ -62,13 +159,21 @@ int kpp_session__record(void *ctx, const void *data, size_t len)
 							    r.mmap.start);
 
 		if (m)
-			kpp_symbolizer__prefetch(s->sym, r.tgid, m);
+			prefetch(s, r.tgid, m);
+	} else if (s->nr_pending) {
+		try_pending(s);
 	}
 	return err == -ENOMEM ? err : 0;
 }
 
 void kpp_session__close(struct kpp_session *s)
 {
+	for (size_t i = 0; i < s->nr_pending; i++)
+		free(s->pending[i].m.path);
+	free(s->pending);
+	if (s->sym_shared)
+		pthread_mutex_destroy(&s->sym_lock);
+	kpp_collector_stats__close(&s->pub);
 	kpp_ring__free(s->ring);
 	kpp_decoder__free(s->dec);
 	kpp_agg__free(s->agg);
@@ -169,16 +274,17 @@ int kpp_session__settle(struct kpp_session *s, int timeout_ms)
 
 static int reap_one(void *ctx, struct kpp_proc *p)
 {
-	(void)ctx;
-	if (p->state == KPP_PROC_ALIVE && p->pid && kill(p->pid, 0) && errno == ESRCH) {
-		p->state = KPP_PROC_EXITED;
-	}
+	if (p->state == KPP_PROC_ALIVE && p->pid && kill(p->pid, 0) && errno == ESRCH)
+		kpp_agg__proc_exited(ctx, p);
 	return 0;
 }
 
 void kpp_session__reap(struct kpp_session *s)
 {
-	kpp_agg__for_each_proc(s->agg, reap_one, NULL);
+	kpp_agg__for_each_proc(s->agg, reap_one, s->agg);
+	kpp_agg__expire(s->agg);
+	/* serve's loop reaps without kpp_session__poll: publish here too. */
+	kpp_collector_stats__publish(&s->pub, s);
 }
 
 struct learn_ctx {
@@ -198,7 +304,8 @@ static int want_maps(void *c, struct kpp_proc *p)
 	/* record: only the processes it profiles; the rest have no buckets. */
 	if (ctx->s->only_root && !kpp_agg__descends_from(ctx->s->agg, p->pid, ctx->s->root))
 		return 0;
-	if (p->state == KPP_PROC_ALIVE && p->pid && !p->nr_maps && ctx->l.n < 256)
+	if (p->state == KPP_PROC_ALIVE && p->pid && ctx->l.n < 256 &&
+	    (!p->nr_maps || kpp_proc__want_reread(p->pid)))
 		ctx->l.pids[ctx->l.n++] = p->pid;
 	return 0;
 }
@@ -214,7 +321,7 @@ void kpp_session__learn_maps(struct kpp_session *s)
 		kpp_proc__read_maps(s->agg, ctx.l.pids[i]);
 		p = kpp_agg__proc(s->agg, ctx.l.pids[i]);
 		for (size_t k = 0; p && s->sym && k < p->nr_maps; k++)
-			kpp_symbolizer__prefetch(s->sym, p->pid, &p->maps[k]);
+			prefetch(s, p->pid, &p->maps[k]);
 	}
 }
 
@@ -222,6 +329,9 @@ int kpp_session__poll(struct kpp_session *s, int timeout_ms)
 {
 	int n = kpp_ring__poll(s->ring, timeout_ms);
 
+	if (s->nr_pending)
+		try_pending(s);
+	kpp_collector_stats__publish(&s->pub, s);
 	if (n < 0 && !s->ring_error) {
 		/* Said once: a corrupt ring (EPROTO) or no memory stays so. */
 		fprintf(stderr, "kpprof: reading the ring: %s%s\n", strerror(-n),

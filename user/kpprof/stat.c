@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector_stats.h"
 #include "dev.h"
 #include "rates.h"
 #include "verbs.h"
@@ -56,5 +57,7 @@ int stat_main(int argc, char *argv[])
 	       (unsigned long long)st.cons_pos);
 	printf("wakeups           %llu\n", (unsigned long long)st.wakeups);
 	kpp_config__print(stdout, &c);
+	/* coll-state: the running collector's own counters (refusals by reason). */
+	kpp_collector_stats__print(stdout);
 	return 0;
 }

@@ -19,14 +19,22 @@
  * instruction, which is inside the caller even when the call is the last
  * instruction of a function.
  *
- * Objects are cached by GNU build-id (or, when they have none, per process
- * and mapping): a library shared by a thousand processes is read once, and
- * a process's objects stay known after it exits.  Files are opened as
- * objopen.c says (never by a path a producer can point elsewhere).  If
- * the file no longer has the build-id the process mapped, it is not
- * trusted; a debug file with the right build-id (/usr/lib/debug/.build-id/,
- * then debuginfod when $DEBUGINFOD_URLS is set) is used instead, or the
- * frame keeps its bare address.  With DWARF (in the object or its debug
+ * Objects are cached by the file actually opened (device, inode, size,
+ * mtime and its build-id), never by a build-id a record claims: a library
+ * shared by a thousand processes is read once, and a file forging libc's
+ * build-id is an object of its own.  Each (process, mapping) remembers its
+ * object, so a process's frames resolve after it exits.  Files are opened
+ * as objopen.c says (what the producer could open itself).  If the file
+ * no longer has the build-id the process mapped, it is not trusted; a
+ * debug file with the right build-id (/usr/lib/debug/.build-id/, then
+ * debuginfod when $DEBUGINFOD_URLS is set) is used instead, or the frame
+ * keeps its bare address.
+ *
+ * Bounded: objects (KPP_SYM_MAX_OBJECTS, per uid _UID), mapping entries
+ * (KPP_SYM_MAX_MAPPINGS, per uid _UID), descriptors (KPP_SYM_MAX_PENDING_FDS
+ * prefetched files; DWARF is read from a mapping whose fd is closed), and
+ * debuglink CRC reads (KPP_DEBUGLINK_MAX_SIZE per file, a budget per uid);
+ * every refusal is counted (kpp_symbolizer__stats).  With DWARF (in the object or its debug
  * file) lookups also give file:line and inlined frames (dwarf_lines.c).
  */
 #include <elfutils/debuginfod.h>
@@ -35,15 +43,18 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <linux/openat2.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "dwarf_lines.h"
+#include "objopen.h"
 #include "symbolize.h"
 
 struct sym {
@@ -61,20 +72,41 @@ struct seg {
 struct object {
 	char *key;
 	bool ok;		/* false: cached failure */
-	bool tried_pid;		/* opened while its process lived */
 	bool loaded;		/* parsed (else only pending_fd, maybe) */
+	bool from_file;		/* keyed by a file the process mapped (else: debug only) */
 	int pending_fd;		/* opened by prefetch, parsed at first lookup */
+	dev_t dev;		/* the file actually opened: what the key names */
+	ino_t ino;
+	uint32_t uid;		/* charged to: the producer that made us open it */
+	uint32_t pid;		/* ... and its process, for its root (debuglink) */
+	uint32_t puid;		/* ... whose records' uid it must still be (objopen.c) */
+	char *real;		/* the object's path as that process sees it */
 	struct seg *segs;
 	size_t nr_segs;
 	struct sym *syms;
 	size_t nr_syms;
 	char *names;
 	size_t names_len, names_cap;
-	/* DWARF, kept open with the ELF and fd it reads from */
+	/* DWARF, kept with the ELF it reads from (mapped: the fd is closed) */
 	Dwarf *dw;
 	Elf *dw_elf;
 	int dw_fd;
 	struct object *next;
+};
+
+/*
+ * One mapping of one process -> its object.  Cheap, no fd; what lets a
+ * process's frames resolve after it exited without trusting its claims.
+ */
+struct mapent {
+	uint32_t pid, uid;
+	uint64_t start, end, offset;
+	uint8_t build_id[KPPROF_BUILD_ID_MAX];
+	uint8_t build_id_len;
+	char *path;
+	size_t hash;		/* its chain in maps[] */
+	struct object *obj;	/* NULL: nothing to read */
+	struct mapent *next, *older, *newer;	/* hash chain; age list */
 };
 
 /* Demangled DWARF names: mangled -> demangled (or NULL), by pointer. */
@@ -83,7 +115,19 @@ struct dm_ent {
 	char *demangled;
 };
 
-#define OBJ_HASH 256
+#define OBJ_HASH 4096
+#define MAP_HASH 65536
+#define UID_SLOTS 1024
+
+/* What one uid may cost; beyond it its requests are refused and counted. */
+struct uid_use {
+	uint32_t uid;
+	bool used;
+	uint32_t objects, mapents;
+	uint64_t crc_left;	/* debuglink CRC bytes it may still make us read */
+	double claims;		/* path claims it may make us try now (token bucket) */
+	double claims_at;	/* when the bucket was last filled, s */
+};
 
 /* libdebuginfod, loaded when first needed (see debuginfod_fd) */
 static struct {
@@ -95,7 +139,13 @@ static struct {
 
 struct kpp_symbolizer {
 	struct object *objs[OBJ_HASH];
-	size_t nr_objects, nr_symbols;
+	struct mapent **maps;	/* MAP_HASH chains */
+	struct mapent *oldest, *newest;
+	size_t nr_objects, nr_symbols, nr_mapents;
+	struct object *pending[KPP_SYM_MAX_PENDING_FDS];	/* oldest first */
+	size_t nr_pending;
+	struct uid_use uids[UID_SLOTS];
+	struct kpp_sym_stats st;
 	struct dm_ent *dm;
 	size_t dm_size, dm_n;
 	debuginfod_client *dbgd;
@@ -105,16 +155,24 @@ struct kpp_symbolizer {
 
 struct kpp_symbolizer *kpp_symbolizer__new(void)
 {
-	struct rlimit rl;
+	struct kpp_symbolizer *s;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return NULL;
-	/* One descriptor per object held open (its DWARF, or a prefetched file). */
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
+	/*
+	 * Descriptors are bounded (KPP_SYM_MAX_PENDING_FDS prefetched files;
+	 * DWARF is read from a mapping, its fd closed), so RLIMIT_NOFILE is
+	 * left as it is.
+	 */
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->maps = calloc(MAP_HASH, sizeof(*s->maps));
+	if (!s->maps) {
+		free(s);
+		return NULL;
 	}
-	return calloc(1, sizeof(struct kpp_symbolizer));
+	return s;
 }
 
 static void object_free_contents(struct object *o)
@@ -132,6 +190,7 @@ static void object_free_contents(struct object *o)
 	free(o->syms);
 	free(o->segs);
 	free(o->names);
+	free(o->real);
 	free(o->key);
 }
 
@@ -153,6 +212,12 @@ void kpp_symbolizer__free(struct kpp_symbolizer *s)
 			object_free(o);
 		}
 	}
+	for (struct mapent *e = s->oldest, *n; e; e = n) {
+		n = e->newer;
+		free(e->path);
+		free(e);
+	}
+	free(s->maps);
 	for (size_t i = 0; i < s->dm_size; i++)
 		free(s->dm[i].demangled);
 	free(s->dm);
@@ -160,6 +225,7 @@ void kpp_symbolizer__free(struct kpp_symbolizer *s)
 		dbgd_fn.end(s->dbgd);
 	free(s);
 }
+
 
 /* The demangled form of a DWARF name (which lives as long as its Dwarf). */
 static const char *demangled(struct kpp_symbolizer *s, const char *mangled)
@@ -201,6 +267,122 @@ void kpp_symbolizer__counts(const struct kpp_symbolizer *s, size_t *objects,
 	*symbols = s->nr_symbols;
 }
 
+void kpp_symbolizer__stats(const struct kpp_symbolizer *s, struct kpp_sym_stats *out)
+{
+	*out = s->st;
+	out->objects = s->nr_objects;
+	out->mappings = s->nr_mapents;
+	out->pending_fds = s->nr_pending;
+}
+
+/* The uid's account; NULL when the table is full (counted as refused). */
+static struct uid_use *uid_use(struct kpp_symbolizer *s, uint32_t uid)
+{
+	size_t h = (uid * 2654435761u) % UID_SLOTS;
+
+	for (size_t i = 0; i < UID_SLOTS; i++, h = (h + 1) % UID_SLOTS) {
+		if (!s->uids[h].used) {
+			s->uids[h].used = true;
+			s->uids[h].uid = uid;
+			s->uids[h].crc_left = KPP_DEBUGLINK_UID_BUDGET;
+			return &s->uids[h];
+		}
+		if (s->uids[h].uid == uid)
+			return &s->uids[h];
+	}
+	return NULL;
+}
+
+/*
+ * May @uid make us try one more path claim?  Each costs a helper thread;
+ * a live process's mapping that map_files does not know is nearly always
+ * a lie (or already unmapped), so KPP_SYM_CLAIMS_PER_S per uid, in bursts
+ * of KPP_SYM_CLAIMS_BURST.
+ */
+static bool claim_allowed(struct kpp_symbolizer *s, uint32_t uid)
+{
+	struct uid_use *u = uid_use(s, uid);
+	struct timespec ts;
+	double now;
+
+	if (!u)
+		return false;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec + ts.tv_nsec / 1e9;
+	if (!u->claims_at)
+		u->claims = KPP_SYM_CLAIMS_BURST;
+	else
+		u->claims += (now - u->claims_at) * KPP_SYM_CLAIMS_PER_S;
+	if (u->claims > KPP_SYM_CLAIMS_BURST)
+		u->claims = KPP_SYM_CLAIMS_BURST;
+	u->claims_at = now;
+	if (u->claims < 1)
+		return false;
+	u->claims--;
+	return true;
+}
+
+/*
+ * proc_gone - @pid has no memory left to open files through: reaped, a
+ * zombie its parent has not reaped yet (`kpprof record` symbolizes before
+ * it reaps its command), or exiting.  The last is the common case, not a
+ * corner: a short process's final records reach us while it is in
+ * do_exit(), where PF_EXITING is set before its mm and fs are released and
+ * long before it turns Z; map_files and its root are already unusable
+ * then, and waiting for Z would lose its objects (startup_vm_test's
+ * "chain" and "late" lost the main program's names in 6 of 10 runs).
+ */
+#define KPP_PF_EXITING 0x00000004	/* include/linux/sched.h */
+
+static bool proc_gone(uint32_t pid)
+{
+	char path[32], buf[512], *p, *end;
+	unsigned long flags;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": comm may hold ')' itself; the state follows the last. */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return false;
+	if (p[2] == 'Z' || p[2] == 'X')
+		return true;
+	/* ") S ppid pgrp session tty_nr tpgid flags" (proc_pid_stat(5)) */
+	p += 4;
+	for (int skip = 0; skip < 5; skip++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return false;
+		p++;
+	}
+	errno = 0;
+	flags = strtoul(p, &end, 10);
+	return !errno && end != p && (flags & KPP_PF_EXITING);
+}
+
+/* The owner of live process @pid (its euid; root when not dumpable), or -1. */
+static uint32_t pid_uid(uint32_t pid)
+{
+	char path[32];
+	struct stat st;
+
+	if (!pid)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	return stat(path, &st) ? UINT32_MAX : st.st_uid;
+}
+
 /* ------------------------------------------------------------ ELF reading */
 
 static int add_name(struct object *o, const char *name, uint32_t *off)
@@ -226,7 +408,8 @@ static int add_name(struct object *o, const char *name, uint32_t *off)
 }
 
 /* Function symbols of every SHT_SYMTAB and SHT_DYNSYM section. */
-static int load_symbols(struct object *o, Elf *elf, bool *has_symtab)
+static int load_symbols(struct kpp_symbolizer *s, struct object *o, Elf *elf,
+			bool *has_symtab)
 {
 	Elf_Scn *scn = NULL;
 	size_t cap = o->nr_syms;
@@ -241,6 +424,11 @@ static int load_symbols(struct object *o, Elf *elf, bool *has_symtab)
 			continue;
 		if (sh.sh_type == SHT_SYMTAB)
 			*has_symtab = true;
+		/* A producer's file may claim any size (a sparse one, a lie). */
+		if (sh.sh_size / sh.sh_entsize > KPP_SYM_MAX_SYMBOLS) {
+			s->st.symtabs_refused++;
+			continue;
+		}
 		data = elf_getdata(scn, NULL);
 		if (!data)
 			continue;
@@ -264,12 +452,12 @@ static int load_symbols(struct object *o, Elf *elf, bool *has_symtab)
 					return -ENOMEM;
 				o->syms = p;
 			}
-			struct sym *s = &o->syms[o->nr_syms];
+			struct sym *y = &o->syms[o->nr_syms];
 
-			memset(s, 0, sizeof(*s));
-			s->addr = sym.st_value;
-			s->size = sym.st_size;
-			if (add_name(o, name, &s->name))
+			memset(y, 0, sizeof(*y));
+			y->addr = sym.st_value;
+			y->size = sym.st_size;
+			if (add_name(o, name, &y->name))
 				return -ENOMEM;
 			o->nr_syms++;
 		}
@@ -345,53 +533,124 @@ static void debug_by_build_id(const uint8_t *id, unsigned int len, char *path, s
 		 root && *root ? root : "/usr/lib/debug", hex, hex + 2);
 }
 
-/* A debug file: a regular file, opened without blocking. */
+/*
+ * A debug file from a root-owned place (the .build-id tree, debuginfod's
+ * cache): a regular file on a real file system, opened without blocking.
+ */
 static int open_debug(const char *path)
 {
 	struct stat st;
-	int fd;
 
 	if (stat(path, &st) || !S_ISREG(st.st_mode))
 		return -ENOENT;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+	return kpp_keep_regular(open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+}
+
+/*
+ * The CRC of a debuglink candidate, read to its end but never beyond
+ * KPP_DEBUGLINK_MAX_SIZE (a larger "debug file" is refused unread) nor
+ * beyond what the uid may still make us read (@budget, NULL: unlimited).
+ */
+static int fd_crc32(struct kpp_symbolizer *s, int fd, uint64_t *budget, uint32_t *out)
+{
+	uLong crc = crc32(0L, Z_NULL, 0);
+	size_t bufsize = 1 << 16;
+	unsigned char *buf;
+	uint64_t left;
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || kpp_fd_on_pseudo_fs(fd))
+		return -EINVAL;
+	if ((uint64_t)st.st_size > KPP_DEBUGLINK_MAX_SIZE ||
+	    (budget && (uint64_t)st.st_size > *budget)) {
+		s->st.debuglink_too_big++;
+		return -EFBIG;
+	}
+	buf = malloc(bufsize);
+	if (!buf)
+		return -ENOMEM;
+	left = st.st_size;
+	if (budget)
+		*budget -= left;
+	while (left && (n = pread(fd, buf, left < bufsize ? left : bufsize,
+				  st.st_size - left)) > 0) {
+		crc = crc32(crc, buf, n);
+		left -= n;
+	}
+	free(buf);
+	*out = crc;
+	return left ? -EIO : 0;
+}
+
+/* A name the ELF gives its debug file: one file name, nothing more. */
+static bool debuglink_name_ok(const char *link, size_t n)
+{
+	return n && n < 256 && !memchr(link, '/', n) && strcmp(link, ".") && strcmp(link, "..");
+}
+
+/* An absolute path without "." or ".." components. */
+static bool path_normal(const char *p)
+{
+	if (p[0] != '/')
+		return false;
+	while (*p) {
+		const char *e;
+
+		while (*p == '/')
+			p++;
+		e = strchrnul(p, '/');
+		if ((e - p == 1 && p[0] == '.') || (e - p == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		p = e;
+	}
+	return true;
+}
+
+/* @fd if its CRC is @crc and it is not @o itself, else closed, -1. */
+static int crc_matches(struct kpp_symbolizer *s, struct object *o, int fd, uint32_t crc,
+		       uint64_t *budget)
+{
+	struct stat st;
+	uint32_t got;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) || (o->from_file && st.st_dev == o->dev && st.st_ino == o->ino) ||
+	    fd_crc32(s, fd, budget, &got) || got != crc) {
 		close(fd);
-		return -ENOENT;
+		return -1;
 	}
 	return fd;
 }
 
-static uint32_t file_crc32(const char *path)
-{
-	unsigned char buf[65536];
-	uLong crc = crc32(0L, Z_NULL, 0);
-	int fd = open_debug(path);
-	ssize_t n;
-
-	if (fd < 0)
-		return 0;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		crc = crc32(crc, buf, n);
-	close(fd);
-	return crc;
-}
-
-/* The .gnu_debuglink file of @elf (loaded from @path), if one exists and its CRC matches. */
-static int find_debuglink(Elf *elf, const char *path, char *out, size_t size)
+/*
+ * The .gnu_debuglink file of @elf (object @o), if one exists and its CRC
+ * matches: the name must be a basename; it is looked for only in the
+ * object's own directory and its .debug/ (inside the process's root, with
+ * the process's credentials: what it could read itself; for pid 0 with
+ * ours), then under the debug root (/usr/lib/debug/DIR/NAME, resolved
+ * beneath it).  The object's directory is the one of the file actually
+ * opened (map_files) when known.  Returns an fd or -1.
+ */
+static int find_debuglink(struct kpp_symbolizer *s, struct object *o, Elf *elf)
 {
 	const char *root = getenv("KPPROF_DEBUG_ROOT");
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
 
 	if (elf_getshdrstrndx(elf, &shstrndx))
-		return -ENOENT;
+		return -1;
 	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
+		char dir[KPPROF_PATH_MAX], cand[KPPROF_PATH_MAX + 300], *slash;
+		struct uid_use *u = NULL;
 		const char *name, *link;
-		char dir[KPPROF_PATH_MAX], *slash;
+		uint64_t *budget = NULL;
+		Elf_Data *data;
+		GElf_Shdr sh;
 		uint32_t crc;
 		size_t nlen;
+		int fd, dfd;
 
 		if (!gelf_getshdr(scn, &sh))
 			continue;
@@ -400,32 +659,46 @@ static int find_debuglink(Elf *elf, const char *path, char *out, size_t size)
 			continue;
 		data = elf_getdata(scn, NULL);
 		if (!data || data->d_size < 8)
-			return -ENOENT;
+			return -1;
 		link = data->d_buf;
 		nlen = strnlen(link, data->d_size);
-		if (nlen + 1 + 4 > data->d_size)
-			return -ENOENT;
+		if (nlen + 1 + 4 > data->d_size || !debuglink_name_ok(link, nlen)) {
+			s->st.debuglink_refused++;
+			return -1;
+		}
 		/* The CRC follows the name, 4-aligned. */
 		memcpy(&crc, (char *)data->d_buf + ((nlen + 4) & ~3UL), 4);
-		snprintf(dir, sizeof(dir), "%s", path);
-		slash = strrchr(dir, '/');
-		if (slash)
-			*slash = '\0';
-		else
-			strcpy(dir, ".");
-		const char *fmts[] = { "%s/%s", "%s/.debug/%s", NULL };
-
-		for (int i = 0; fmts[i]; i++) {
-			snprintf(out, size, fmts[i], dir, link);
-			if (strcmp(out, path) && access(out, R_OK) == 0 && file_crc32(out) == crc)
-				return 0;
+		if (!o->real || !path_normal(o->real)) {
+			s->st.debuglink_refused++;
+			return -1;
 		}
-		snprintf(out, size, "%s%s/%s", root && *root ? root : "/usr/lib/debug", dir, link);
-		if (access(out, R_OK) == 0 && file_crc32(out) == crc)
-			return 0;
-		return -ENOENT;
+		snprintf(dir, sizeof(dir), "%s", o->real);
+		slash = strrchr(dir, '/');
+		*slash = '\0';
+		if (o->pid) {
+			u = uid_use(s, o->uid);
+			budget = u ? &u->crc_left : NULL;
+		}
+		for (int i = 0; i < 2 && (!o->pid || budget); i++) {
+			snprintf(cand, sizeof(cand), i ? "%s/.debug/%s" : "%s/%s", dir, link);
+			if (o->pid)
+				fd = kpp_open_as_producer(o->pid, o->puid, cand, true);
+			else
+				fd = kpp_openat2_regular(AT_FDCWD, cand, RESOLVE_NO_MAGICLINKS, true);
+			fd = crc_matches(s, o, fd, crc, budget);
+			if (fd >= 0)
+				return fd;
+		}
+		dfd = open(root && *root ? root : "/usr/lib/debug", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return -1;
+		snprintf(cand, sizeof(cand), "%s/%s", dir + 1, link);
+		fd = kpp_openat2_regular(dfd, *dir ? cand : link,
+					 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, true);
+		close(dfd);
+		return crc_matches(s, o, fd, crc, NULL);
 	}
-	return -ENOENT;
+	return -1;
 }
 
 static bool fd_has_build_id(int fd, const struct kpp_map *m)
@@ -495,8 +768,8 @@ static int debuginfod_fd(struct kpp_symbolizer *s, const struct kpp_map *m)
  * The separate debug file of @m: /usr/lib/debug/.build-id/, the
  * .gnu_debuglink of @main_elf, then debuginfod.  Build-id checked.
  */
-static Elf *find_debug(struct kpp_symbolizer *s, const struct kpp_map *m, Elf *main_elf,
-		       int *fd)
+static Elf *find_debug(struct kpp_symbolizer *s, struct object *o, const struct kpp_map *m,
+		       Elf *main_elf, int *fd)
 {
 	char dbg[KPPROF_PATH_MAX];
 
@@ -509,8 +782,8 @@ static Elf *find_debug(struct kpp_symbolizer *s, const struct kpp_map *m, Elf *m
 			*fd = -1;
 		}
 	}
-	if (*fd < 0 && main_elf && find_debuglink(main_elf, m->path, dbg, sizeof(dbg)) == 0)
-		*fd = open_debug(dbg);
+	if (*fd < 0 && main_elf)
+		*fd = find_debuglink(s, o, main_elf);
 	if (*fd < 0) {
 		*fd = debuginfod_fd(s, m);
 		if (*fd >= 0 && !fd_has_build_id(*fd, m)) {
@@ -521,24 +794,79 @@ static Elf *find_debug(struct kpp_symbolizer *s, const struct kpp_map *m, Elf *m
 	return elf_of_fd(fd);
 }
 
+/* DWARF stays; the ELF was mapped whole, so its descriptor need not. */
 static void keep_dwarf(struct object *o, Elf **elf, int *fd)
 {
 	o->dw = dwarf_begin_elf(*elf, DWARF_C_READ, NULL);
 	if (!o->dw)
 		return;
 	o->dw_elf = *elf;
-	o->dw_fd = *fd;
 	*elf = NULL;
+	if (!elf_cntl(o->dw_elf, ELF_C_FDDONE)) {
+		close(*fd);
+		o->dw_fd = -1;
+	} else {
+		o->dw_fd = *fd;
+	}
 	*fd = -1;
+}
+
+static void pending_remove(struct kpp_symbolizer *s, struct object *o)
+{
+	for (size_t i = 0; i < s->nr_pending; i++) {
+		if (s->pending[i] != o)
+			continue;
+		memmove(&s->pending[i], &s->pending[i + 1],
+			(s->nr_pending - i - 1) * sizeof(s->pending[0]));
+		s->nr_pending--;
+		return;
+	}
+}
+
+/*
+ * Keep @fd for @o until its first lookup, within the descriptor budget:
+ * over it, the oldest kept one is closed (that object is reopened through
+ * its process if it still lives, else stays unsymbolized; counted).
+ */
+static void pending_add(struct kpp_symbolizer *s, struct object *o, int fd)
+{
+	if (s->nr_pending == KPP_SYM_MAX_PENDING_FDS) {
+		struct object *old = s->pending[0];
+
+		close(old->pending_fd);
+		old->pending_fd = -1;
+		pending_remove(s, old);
+		s->st.fds_closed++;
+	}
+	o->pending_fd = fd;
+	s->pending[s->nr_pending++] = o;
+}
+
+/* @o's file again, through @pid's mapping @m: only if it is the same file. */
+static int reopen(struct object *o, uint32_t pid, const struct kpp_map *m)
+{
+	struct stat st;
+	int fd;
+
+	if (!o->from_file)
+		return -1;
+	fd = kpp_open_mapped(pid, m);
+	if (fd >= 0 && (fstat(fd, &st) || st.st_dev != o->dev || st.st_ino != o->ino)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }
 
 static void object_load(struct kpp_symbolizer *s, struct object *o, uint32_t pid,
 			const struct kpp_map *m)
 {
 	bool has_symtab = false;
-	int fd = o->pending_fd >= 0 ? o->pending_fd : kpp_open_mapped(pid, m), dfd = -1;
+	int fd = o->pending_fd >= 0 ? o->pending_fd : reopen(o, pid, m), dfd = -1;
 	Elf *elf, *delf = NULL;
 
+	if (o->pending_fd >= 0)
+		pending_remove(s, o);
 	o->pending_fd = -1;
 	elf = elf_of_fd(&fd);
 
@@ -550,23 +878,23 @@ static void object_load(struct kpp_symbolizer *s, struct object *o, uint32_t pid
 		fd = -1;
 	}
 	if (elf) {
-		if (load_segments(o, elf, false) || load_symbols(o, elf, &has_symtab))
+		if (load_segments(o, elf, false) || load_symbols(s, o, elf, &has_symtab))
 			goto out;
 		o->ok = true;
 		if (has_debug_info(elf))
 			keep_dwarf(o, &elf, &fd);
 		if (!has_symtab || !o->dw)
-			delf = find_debug(s, m, elf ? elf : o->dw_elf, &dfd);
+			delf = find_debug(s, o, m, elf ? elf : o->dw_elf, &dfd);
 	} else {
 		/* Debug files keep the program headers, so the bias still works. */
-		delf = find_debug(s, m, NULL, &dfd);
+		delf = find_debug(s, o, m, NULL, &dfd);
 		if (!delf || load_segments(o, delf, true))
 			goto out;
 		o->ok = true;
 	}
 	if (delf) {
 		if (!has_symtab)
-			load_symbols(o, delf, &has_symtab);
+			load_symbols(s, o, delf, &has_symtab);
 		if (!o->dw && has_debug_info(delf))
 			keep_dwarf(o, &delf, &dfd);
 	}
@@ -590,16 +918,205 @@ static uint64_t hash_str(const char *s)
 	return h;
 }
 
-static void object_reset(struct kpp_symbolizer *s, struct object *o)
+static uint64_t map_hash(uint32_t pid, const struct kpp_map *m)
 {
-	struct object keep = { .key = o->key, .next = o->next };
+	uint64_t h = hash_str(m->path) ^ ((uint64_t)pid << 32);
 
-	s->nr_symbols -= o->nr_syms;
-	o->key = NULL;
-	object_free_contents(o);
-	*o = keep;
+	h = (h ^ m->start) * 0x9e3779b97f4a7c15ULL;
+	h = (h ^ m->end) * 0x9e3779b97f4a7c15ULL;
+	h = (h ^ m->offset) * 0x9e3779b97f4a7c15ULL;
+	for (unsigned int i = 0; i < m->build_id_len; i++)
+		h = (h ^ m->build_id[i]) * 1099511628211ULL;
+	return h ^ (h >> 29);
+}
+
+static bool map_same(const struct mapent *e, uint32_t pid, const struct kpp_map *m)
+{
+	return e->pid == pid && e->start == m->start && e->end == m->end &&
+	       e->offset == m->offset && e->build_id_len == m->build_id_len &&
+	       !memcmp(e->build_id, m->build_id, m->build_id_len) && !strcmp(e->path, m->path);
+}
+
+static void mapent_unlink(struct kpp_symbolizer *s, struct mapent *e)
+{
+	struct mapent **pp = &s->maps[e->hash];
+	struct uid_use *u = uid_use(s, e->uid);
+
+	while (*pp != e)
+		pp = &(*pp)->next;
+	*pp = e->next;
+	if (e->older)
+		e->older->newer = e->newer;
+	else
+		s->oldest = e->newer;
+	if (e->newer)
+		e->newer->older = e->older;
+	else
+		s->newest = e->older;
+	if (u && u->mapents)
+		u->mapents--;
+	s->nr_mapents--;
+	free(e->path);
+	free(e);
+}
+
+/*
+ * A new entry for @pid's @m: within KPP_SYM_MAX_MAPPINGS_UID per uid
+ * (beyond: refused, counted) and KPP_SYM_MAX_MAPPINGS in all (beyond: the
+ * oldest entry is forgotten, counted: only a process gone by then loses
+ * names).
+ */
+static struct mapent *mapent_add(struct kpp_symbolizer *s, uint32_t pid, uint32_t uid,
+				 const struct kpp_map *m, size_t h)
+{
+	struct uid_use *u = uid_use(s, uid);
+	struct mapent *e;
+
+	if (!u || u->mapents >= KPP_SYM_MAX_MAPPINGS_UID) {
+		s->st.mappings_refused++;
+		return NULL;
+	}
+	if (s->nr_mapents >= KPP_SYM_MAX_MAPPINGS) {
+		mapent_unlink(s, s->oldest);
+		s->st.mappings_forgotten++;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e || !(e->path = strdup(m->path))) {
+		free(e);
+		return NULL;
+	}
+	e->pid = pid;
+	e->uid = uid;
+	e->hash = h;
+	e->start = m->start;
+	e->end = m->end;
+	e->offset = m->offset;
+	e->build_id_len = m->build_id_len;
+	memcpy(e->build_id, m->build_id, m->build_id_len);
+	e->next = s->maps[h];
+	s->maps[h] = e;
+	e->older = s->newest;
+	if (s->newest)
+		s->newest->newer = e;
+	else
+		s->oldest = e;
+	s->newest = e;
+	s->nr_mapents++;
+	u->mapents++;
+	return e;
+}
+
+static struct object *object_find(struct kpp_symbolizer *s, const char *key)
+{
+	for (struct object *o = s->objs[hash_str(key) % OBJ_HASH]; o; o = o->next)
+		if (!strcmp(o->key, key))
+			return o;
+	return NULL;
+}
+
+/* A new object, within the caps (KPP_SYM_MAX_OBJECTS, _UID); NULL: refused. */
+static struct object *object_new(struct kpp_symbolizer *s, const char *key, uint32_t uid)
+{
+	struct uid_use *u = uid_use(s, uid);
+	size_t h = hash_str(key) % OBJ_HASH;
+	struct object *o;
+
+	if (!u || u->objects >= KPP_SYM_MAX_OBJECTS_UID || s->nr_objects >= KPP_SYM_MAX_OBJECTS) {
+		s->st.objects_refused++;
+		return NULL;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
 	o->dw_fd = -1;
 	o->pending_fd = -1;
+	o->uid = uid;
+	o->key = strdup(key);
+	if (!o->key) {
+		free(o);
+		return NULL;
+	}
+	o->next = s->objs[h];
+	s->objs[h] = o;
+	s->nr_objects++;
+	u->objects++;
+	return o;
+}
+
+/*
+ * resolve - the object of a new mapping entry.  Keyed by the file actually
+ * opened (device, inode, size, mtime, and the build-id it has), so a file
+ * claiming another's build-id is its own object and names nothing else;
+ * when no file can be opened, by build-id alone, but then it is only ever
+ * read from root-owned debug places (never a producer's file).
+ */
+static void resolve(struct kpp_symbolizer *s, struct mapent *e, uint32_t pid,
+		    const struct kpp_map *m)
+{
+	char key[2 * KPPROF_BUILD_ID_MAX + 128], hex[2 * KPPROF_BUILD_ID_MAX + 1];
+	char real[KPPROF_PATH_MAX];
+	struct object *o;
+	struct stat st;
+	int fd;
+
+	if (pid) {
+		/* The file mapped there; else the path, as the process could open it. */
+		fd = kpp_open_map_files(pid, m, real, sizeof(real));
+		if (fd < 0 && m->path[0] == '/') {
+			if (claim_allowed(s, e->uid))
+				fd = kpp_open_as_producer(pid, m->uid, m->path, false);
+			if (fd < 0)
+				s->st.claims_refused++;
+			else
+				snprintf(real, sizeof(real), "%s", m->path);
+		}
+		/* Gone already: a public file with the record's build-id (checked below). */
+		if (fd < 0 && m->build_id_len && m->path[0] == '/' && proc_gone(pid)) {
+			fd = kpp_open_as_uid(m->uid, m->path);
+			if (fd >= 0)
+				snprintf(real, sizeof(real), "%s", m->path);
+		}
+	} else {
+		fd = kpp_open_mapped(0, m);
+		snprintf(real, sizeof(real), "%s", fd >= 0 ? m->path : "");
+	}
+	if (fd >= 0 && m->build_id_len && !fd_has_build_id(fd, m)) {
+		/* Not the file the process mapped (replaced, or a lie): never guess. */
+		s->st.build_id_mismatch++;
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0 && fstat(fd, &st)) {
+		close(fd);
+		fd = -1;
+	}
+	build_id_hex(m->build_id, m->build_id_len, hex);
+	if (fd >= 0)
+		snprintf(key, sizeof(key), "f:%llx:%llx:%llx:%lld.%09ld:%s",
+			 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+			 (unsigned long long)st.st_size, (long long)st.st_mtim.tv_sec,
+			 st.st_mtim.tv_nsec, hex);
+	else if (m->build_id_len)
+		snprintf(key, sizeof(key), "d:%s", hex);
+	else
+		return;
+	o = object_find(s, key);
+	if (!o) {
+		o = object_new(s, key, e->uid);
+		if (o && fd >= 0) {
+			o->from_file = true;
+			o->dev = st.st_dev;
+			o->ino = st.st_ino;
+			o->pid = pid;
+			o->puid = m->uid;
+			o->real = real[0] ? strdup(real) : NULL;
+			pending_add(s, o, fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	e->obj = o;
 }
 
 /*
@@ -610,61 +1127,27 @@ static void object_reset(struct kpp_symbolizer *s, struct object *o)
 static struct object *get_object(struct kpp_symbolizer *s, uint32_t pid,
 				 const struct kpp_map *m, bool load)
 {
-	char key[KPPROF_PATH_MAX + 128];
+	size_t h = map_hash(pid, m) % MAP_HASH;
+	struct mapent *e;
 	struct object *o;
-	size_t h;
 
-	if (m->build_id_len) {
-		char hex[2 * KPPROF_BUILD_ID_MAX + 1];
-
-		build_id_hex(m->build_id, m->build_id_len, hex);
-		snprintf(key, sizeof(key), "id:%s", hex);
-	} else {
-		/* No build-id: nothing says two mappings hold the same file. */
-		snprintf(key, sizeof(key), "map:%u:%llx:%llx:%llx:%s", pid,
-			 (unsigned long long)m->start, (unsigned long long)m->end,
-			 (unsigned long long)m->offset, m->path);
-	}
-	h = hash_str(key) % OBJ_HASH;
-	for (o = s->objs[h]; o; o = o->next)
-		if (!strcmp(o->key, key))
+	for (e = s->maps[h]; e; e = e->next)
+		if (map_same(e, pid, m))
 			break;
-	if (o && o->loaded && (o->ok || !pid || o->tried_pid))
-		return o;
-	if (o && !o->loaded) {
-		if (!load)
-			return o;
-		goto parse;
-	}
-	if (o) {
-		/* Failed without the process; it lives now: try through /proc. */
-		object_reset(s, o);
-	} else {
-		o = calloc(1, sizeof(*o));
-		if (!o)
+	if (!e) {
+		e = mapent_add(s, pid, pid_uid(pid), m, h);
+		if (!e)
 			return NULL;
-		o->dw_fd = -1;
-		o->pending_fd = -1;
-		o->key = strdup(key);
-		if (!o->key) {
-			free(o);
-			return NULL;
-		}
-		o->next = s->objs[h];
-		s->objs[h] = o;
-		s->nr_objects++;
+		resolve(s, e, pid, m);
 	}
-	o->tried_pid = pid != 0;
-	if (!load) {
-		o->pending_fd = kpp_open_mapped(pid, m);
-		return o;
+	o = e->obj;
+	if (o && load && !o->loaded) {
+		o->loaded = true;
+		object_load(s, o, pid, m);
+		if (o->nr_syms)
+			qsort(o->syms, o->nr_syms, sizeof(*o->syms), cmp_sym);
+		s->nr_symbols += o->nr_syms;
 	}
-parse:
-	o->loaded = true;
-	object_load(s, o, pid, m);
-	if (o->nr_syms)
-		qsort(o->syms, o->nr_syms, sizeof(*o->syms), cmp_sym);
-	s->nr_symbols += o->nr_syms;
 	return o;
 }
 

@@ -6,8 +6,8 @@
  * inlined frames; the GNU build-id check, separate debug files
  * (/usr/lib/debug/.build-id/, .gnu_debuglink, debuginfod), C++ and Rust
  * demangling.  Objects are opened while their process lives, through
- * /proc/PID/map_files or /proc/PID/root (see symbolize.c for what is
- * trusted), and cached by build-id.
+ * /proc/PID/map_files or with the process's own credentials in its root
+ * (objopen.c), and cached by the file opened (symbolize.c).
  */
 #ifndef KPPROF_SYMBOLIZE_H
 #define KPPROF_SYMBOLIZE_H
@@ -19,6 +19,40 @@
 #include "agg.h"
 
 struct kpp_symbolizer;
+
+/*
+ * The bounds (per symbolizer; "per uid": the owner of the process that
+ * made us open a file).  Chosen for a whole machine: a desktop runs a few
+ * hundred distinct objects, a process a few hundred executable mappings.
+ */
+#define KPP_SYM_MAX_OBJECTS		8192
+#define KPP_SYM_MAX_OBJECTS_UID		2048
+#define KPP_SYM_MAX_MAPPINGS		262144	/* (process, mapping) entries */
+#define KPP_SYM_MAX_MAPPINGS_UID	65536
+#define KPP_SYM_MAX_PENDING_FDS		256	/* prefetched, not yet parsed */
+#define KPP_SYM_MAX_SYMBOLS		(16u << 20)	/* entries of one symbol table */
+/* Path claims (no map_files entry) tried per uid: a rate, in bursts. */
+#define KPP_SYM_CLAIMS_PER_S		20
+#define KPP_SYM_CLAIMS_BURST		200
+/* A .gnu_debuglink file larger than this is refused unread (libxul's is ~1 GiB). */
+#define KPP_DEBUGLINK_MAX_SIZE		(2ULL << 30)
+/* CRC bytes read in one uid's own directories, over the collector's life. */
+#define KPP_DEBUGLINK_UID_BUDGET	(4ULL << 30)
+
+/* What the symbolizer refused or gave up, for the profile comment. */
+struct kpp_sym_stats {
+	uint64_t objects, mappings, pending_fds;	/* in use now */
+	uint64_t objects_refused;	/* over KPP_SYM_MAX_OBJECTS(_UID) */
+	uint64_t mappings_refused;	/* over KPP_SYM_MAX_MAPPINGS_UID */
+	uint64_t mappings_forgotten;	/* oldest dropped at KPP_SYM_MAX_MAPPINGS */
+	uint64_t fds_closed;		/* prefetched fds closed over the budget */
+	uint64_t claims_refused;	/* a path the process could not open itself,
+					 * or over KPP_SYM_CLAIMS_PER_S */
+	uint64_t build_id_mismatch;	/* the file has another build-id */
+	uint64_t debuglink_refused;	/* not a basename, or no usable object path */
+	uint64_t debuglink_too_big;	/* over the size cap or the uid's budget */
+	uint64_t symtabs_refused;	/* over KPP_SYM_MAX_SYMBOLS */
+};
 
 /* One frame of an inline chain; strings owned by the symbolizer. */
 struct kpp_frame {
@@ -66,11 +100,13 @@ int kpp_symbolizer__lookup_pid(struct kpp_symbolizer *s, uint32_t pid,
 void kpp_symbolizer__prefetch(struct kpp_symbolizer *s, uint32_t pid, const struct kpp_map *m);
 /*
  * kpp_open_mapped - a read-only fd on the file @pid maps at @m: through
- * /proc/@pid/map_files, then /proc/@pid/root, then (@pid 0 or gone, and
- * only when @m has a build-id for the caller to check) @m->path.  Regular
- * files only, never blocking.  -errno on failure.
+ * /proc/@pid/map_files, else @m->path in @pid's root with @pid's own
+ * credentials; for @pid 0 only, and only when @m has a build-id for the
+ * caller to check, @m->path as we see it.  Regular files on real file
+ * systems only, never blocking.  -errno on failure.
  */
 int kpp_open_mapped(uint32_t pid, const struct kpp_map *m);
+void kpp_symbolizer__stats(const struct kpp_symbolizer *s, struct kpp_sym_stats *out);
 /* Objects opened, symbols loaded, lookups: for the benchmark and stat. */
 void kpp_symbolizer__counts(const struct kpp_symbolizer *s, size_t *objects,
 			    size_t *symbols);

@@ -52,7 +52,8 @@ int kpp_view__take(struct kpp_view *v, const struct kpp_agg *a, int type,
 		const struct kpp_bucket *b = kpp_agg__bucket(a, i);
 		struct kpp_view_sample *s;
 
-		if (b->type != type || (filter && !filter(ctx, b->pid)))
+		/* NULL: a free slot (its process was dropped). */
+		if (!b || b->type != type || (filter && !filter(ctx, b->pid)))
 			continue;
 		if (v->n == v->cap) {
 			size_t cap = v->cap ? 2 * v->cap : 256;
@@ -91,6 +92,38 @@ int kpp_view__take(struct kpp_view *v, const struct kpp_agg *a, int type,
 	if (type == KPP_HEAP && clear)
 		add_pending(v, a);
 	return 0;
+}
+
+struct kpp_agg *kpp_view__detach(struct kpp_view *v, const struct kpp_agg *a)
+{
+	struct kpp_agg *c = kpp_agg__new_copy();
+	uint32_t *ids = malloc((v->n + 1) * sizeof(*ids));
+
+	if (!c || !ids)
+		goto fail;
+	for (size_t i = 0; i < v->n; i++) {
+		const struct kpp_proc *p = kpp_agg__proc(a, v->s[i].pid);
+		const uint64_t *pcs;
+		unsigned int n;
+		int64_t id;
+
+		if (p && !kpp_agg__proc(c, p->pid) && !kpp_agg__copy_proc(c, p))
+			goto fail;
+		pcs = kpp_agg__stack(a, v->s[i].stack, &n);
+		id = kpp_agg__pin_stack(c, pcs, n);
+		if (id < 0)
+			goto fail;
+		ids[i] = id;
+	}
+	/* Only now, so that a failure leaves @v as it was. */
+	for (size_t i = 0; i < v->n; i++)
+		v->s[i].stack = ids[i];
+	free(ids);
+	return c;
+fail:
+	free(ids);
+	kpp_agg__free(c);
+	return NULL;
 }
 
 static int sample_cmp(const void *x, const void *y)

@@ -46,6 +46,14 @@ int kpp_view__take(struct kpp_view *v, const struct kpp_agg *a, int type,
  */
 int kpp_view__subtract(struct kpp_view *v, const struct kpp_view *old);
 void kpp_view__release(struct kpp_view *v);
+/*
+ * kpp_view__detach - what writing @v needs from @a, copied: @v's processes
+ * (comm, state, mappings) and stacks; @v's stack ids are rewritten to the
+ * copy's.  Take it under the lock the ring drainer needs, then symbolize
+ * and encode with the copy (kpp_profile__encode_gz(v, copy, ...)) without
+ * that lock; kpp_agg__free(copy) after.  NULL: out of memory (@v intact).
+ */
+struct kpp_agg *kpp_view__detach(struct kpp_view *v, const struct kpp_agg *a);
 
 /* Go's scaleHeapSample: unbias @count objects of @bytes sampled at @rate. */
 void kpp_scale_heap(double count, double bytes, uint64_t rate, int64_t *out_count,
