@@ -75,6 +75,7 @@ struct kpp_proc {
 	bool named;		/* a START/FORK/EXEC record named this image */
 	bool seccomp_stopped;	/* KPPROF_NOTE_SECCOMP: its shim went quiet */
 	uint64_t seccomp_unsent;	/* the note's value: events not sent by then */
+	uint64_t lost;		/* KPPROF_REC_LOST: records its ring lost */
 	size_t nr_maps, cap_maps;
 	struct kpp_map *maps;
 	struct kpp_proc *hnext;
@@ -102,6 +103,8 @@ struct kpp_agg_stats {
 	uint64_t procs_dropped;		/* exited processes dropped (max_exited) */
 	uint64_t images_ended;		/* exec or pid reuse: the old image dropped */
 	uint64_t bad_records;		/* decoder refused (counted by caller) */
+	uint64_t lost_records;		/* KPPROF_REC_LOST: full + invalid */
+	uint64_t lost_resets;		/* KPPROF_REC_LOST: rings emptied */
 	uint64_t cycles_folded;
 	uint64_t first_incomplete;	/* every cycle below it is complete */
 	bool any_cycle;			/* first_incomplete is meaningful */
