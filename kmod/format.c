@@ -174,7 +174,7 @@ static size_t kpp_format_event(char *buf, size_t size,
  */
 int kpp_format_build(char **text, size_t *len)
 {
-	const size_t size = 8192;
+	const size_t size = 16384;
 	size_t n = 0;
 	unsigned int i;
 	char *buf;

@@ -380,6 +380,27 @@ out:
 	return n;
 }
 
+/**
+ * kpp_pring_kick - KPPROF_IOC_KICK: drain the caller's own rings, a ring's
+ * worth of records at most each (the walk is over every ring, under the
+ * mutex: a kick is rate-limited by its producer, once per drain it saw).
+ */
+void kpp_pring_kick(void)
+{
+	struct kpp_pring *p;
+	bool full = false;
+
+	mutex_lock(&kpp_dev.prings_lock);
+	list_for_each_entry(p, &kpp_dev.prings, node) {
+		if (p->mm != current->mm || p->orphan)
+			continue;
+		kpp_pring_drain_one(p, p->size / KPP_SMALL_RECORD_MAX, &full);
+		if (full)
+			break;
+	}
+	mutex_unlock(&kpp_dev.prings_lock);
+}
+
 /*
  * kpp_pring_settled - nothing more will come out of this orphan: empty,
  * or what is left was reserved and never committed by a producer that is
@@ -443,6 +464,7 @@ void kpp_pring_drain_all(void)
  * is gone: its process exited, or unmapped it): drain what it committed;
  * what the consumer's ring cannot take now stays, in an orphan ring that
  * later drains deliver and free.
+ * @kf: the file's state.
  */
 void kpp_pring_release(struct kpp_file *kf)
 {

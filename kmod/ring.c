@@ -607,6 +607,13 @@ static void kpp_ring_notify(struct kpp_ring *rb, bool urgent)
 	}
 }
 
+/*
+ * __kpp_ring_output - kpp_ring_output(); @not_counted NULL counts a drop,
+ * else gets its KPPROF_DROP_* reason (kpp_ring_offer()).
+ */
+static int __kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
+			     const struct kpp_stamp *stamp, int *not_counted);
+
 /**
  * kpp_ring_output - copy a validated record into the ring and stamp it
  * @rb:    the ring.
@@ -620,6 +627,12 @@ static void kpp_ring_notify(struct kpp_ring *rb, bool urgent)
  * Return: 0, or -ENOBUFS if the record did not fit: the ring was full, or
  * the writer's uid held its share of it (the drop is counted by reason).
  */
+int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
+		    const struct kpp_stamp *stamp)
+{
+	return __kpp_ring_output(rb, rec, len, stamp, NULL);
+}
+
 static int __kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 			     const struct kpp_stamp *stamp, int *not_counted)
 {
@@ -657,16 +670,15 @@ static int __kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 	return 0;
 }
 
-int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
-		    const struct kpp_stamp *stamp)
-{
-	return __kpp_ring_output(rb, rec, len, stamp, NULL);
-}
-
 /**
  * kpp_ring_offer - kpp_ring_output() for a record that has somewhere else
  * to wait (a producer ring): a record that does not fit is not counted as
- * dropped; *@drop gets the KPPROF_DROP_* reason.
+ * dropped.
+ * @rb:    the ring.
+ * @rec:   the record, validated, in kernel memory.
+ * @len:   its size.
+ * @stamp: identity, as for kpp_ring_output().
+ * @drop:  gets the KPPROF_DROP_* reason when the record does not fit.
  *
  * Return: 0, or -ENOBUFS.
  */

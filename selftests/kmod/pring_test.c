@@ -232,6 +232,9 @@ TEST_F_TIMEOUT(pr, scribbler_loses_only_its_own, 120)
 	ASSERT_LE(0, pids[1]);
 	if (!pids[1])
 		child_init(), _exit(normal_producer(&cn, 200, 0));
+	/* a child that dies early is an EOF, not a hang */
+	close(cs.up[1]);
+	close(cn.up[1]);
 	ASSERT_EQ('r', chan__hear(cs.up[0]));
 	ASSERT_EQ('r', chan__hear(cn.up[0]));
 	chan__say(cn.down[1], 'g');
@@ -327,6 +330,7 @@ static void flood(struct __test_metadata *_metadata, struct consumer_env *e,
 		if (!pids[i])
 			child_init(), _exit(flooder(i, 20000 + i, ctl, &c));
 	}
+	close(c.up[1]);
 	for (i = 0; i < nflood; i++)
 		ASSERT_EQ('r', chan__hear(c.up[0]));
 	/* every flooder has filled its own ring (and the consumer's share) */
@@ -353,6 +357,7 @@ static void flood(struct __test_metadata *_metadata, struct consumer_env *e,
 	ASSERT_LE(0, pids[nflood]);
 	if (!pids[nflood])
 		child_init(), _exit(normal_producer(&cn, 300, 1000));
+	close(cn.up[1]);
 	ASSERT_EQ('r', chan__hear(cn.up[0]));
 	chan__say(cn.down[1], 'g');
 	ASSERT_EQ('d', chan__hear(cn.up[0]));
@@ -564,6 +569,70 @@ TEST_F(pr, exit_drains_without_consumer)
 	ASSERT_EQ(0, tally__read(&self->e.rr, t, pids, 1));
 	EXPECT_EQ(100, t->alloc[0]);
 	EXPECT_EQ(0, t->out_of_order);
+	free(t);
+}
+
+/*
+ * KPPROF_IOC_KICK drains the caller's own rings, nobody else's: with no
+ * consumer attached (no drain work), A kicks; A's records are in the
+ * consumer's ring, B's are not until B exits.
+ */
+TEST_F(pr, kick_drains_only_own_ring)
+{
+	struct tally *t = calloc(1, sizeof(*t));
+	struct kpprof_stats st0, st1;
+	struct chan ca, cb;
+	pid_t pids[2];
+	int status, i;
+
+	ASSERT_NE(NULL, t);
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
+	ring_reader__unmap(&self->e.rr);
+	ASSERT_EQ(0, dev__ioctl(self->e.cfd, KPPROF_IOC_CONSUMER_DETACH, NULL));
+	ASSERT_EQ(0, chan__open(&ca));
+	ASSERT_EQ(0, chan__open(&cb));
+	for (i = 0; i < 2; i++) {
+		struct chan *c = i ? &cb : &ca;
+
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (!pids[i]) {
+			unsigned char *buf = calloc(1, KPP_REC_BUF_MAX);
+			struct pring p;
+			int fd = dev__open();
+
+			child_init();
+			if (!buf || fd < 0 || pring__map(&p, fd))
+				_exit(80);
+			for (int j = 0; j < 10; j++)
+				if (pring__write(&p, buf, build(buf, j)))
+					_exit(81);
+			if (!i && dev__ioctl(fd, KPPROF_IOC_KICK, NULL))
+				_exit(82);
+			chan__say(c->up[1], 'k');
+			if (chan__hear(c->down[0]) != 'q')
+				_exit(83);
+			_exit(0);
+		}
+	}
+	close(ca.up[1]);
+	close(cb.up[1]);
+	ASSERT_EQ('k', chan__hear(ca.up[0]));
+	ASSERT_EQ('k', chan__hear(cb.up[0]));
+	/* no consumer: nothing but the kick drained anything */
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
+	EXPECT_EQ(10, st1.pring_drained - st0.pring_drained)
+		TH_LOG("a kick drains the kicker's 10 records and no one else's");
+	chan__say(ca.down[1], 'q');
+	chan__say(cb.down[1], 'q');
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_EQ(0, WEXITSTATUS(status));
+	}
+	ASSERT_EQ(0, ring_reader__attach(&self->e.rr, self->e.cfd));
+	ASSERT_EQ(0, tally__read(&self->e.rr, t, pids, 2));
+	EXPECT_EQ(10, t->alloc[0]);
+	EXPECT_EQ(10, t->alloc[1]);
 	free(t);
 }
 
