@@ -457,7 +457,9 @@ fi
 # (what SUBMIT costs the producer, the module's own work aside).  In the VM:
 # the module's producer ring; its SUBMIT fallback is what an ABI 2 shim paid
 # (selftests/kmod/kmod_bench measures records/s of both).
-if want pring; then
+if want pring && [ $module = 1 ]; then
+	echo "pring: measured natively (test mode); in the VM the shim always uses the module's ring: see the churn section, and selftests/kmod/kmod_bench for records/s, ring vs SUBMIT"
+elif want pring; then
 ringmode() { KPPROF_BENCH_TEST_RING=$1 shimmed "${@:2}"; }
 ringfp() { KPPROF_UNWIND=fp KPPROF_BENCH_TEST_RING=$1 shimmed "${@:2}"; }
 for key in churn_wall churn_cpu; do
