@@ -16,6 +16,8 @@
  *                                      member of that group or a holder of
  *                                      CAP_PERFMON or CAP_SYS_ADMIN
  *   mmap config page (pgoff 0), r/o    anyone
+ *   mmap the file's producer ring      a file that may submit (as SUBMIT),
+ *   (kpprof_info.pring_pgoff), r/w     from one process only (EBUSY)
  *   KPPROF_IOC_GET_INFO                anyone
  *   KPPROF_IOC_GET_CONFIG              anyone
  *   KPPROF_IOC_GET_FORMAT              anyone
@@ -25,6 +27,8 @@
  *   KPPROF_IOC_CONSUMER_ATTACH         CAP_PERFMON or CAP_SYS_ADMIN, and
  *                                      only one file at a time (EBUSY)
  *   KPPROF_IOC_CONSUMER_DETACH         the attached consumer file only
+ *   KPPROF_IOC_DRAIN                   CAP_PERFMON or CAP_SYS_ADMIN
+ *   KPPROF_IOC_KICK (own rings only)   a file that may submit
  *   mmap consumer page / ring, poll    the attached consumer file only
  *
  * Producer permission is decided once, when the file is opened, from the
@@ -74,23 +78,90 @@
  * openat2(2)).
  * Output structs are copied up to the caller's size, zero-filled.
  *
- * Memory map (offsets in pages of the device file).  No mapping may be
- * executable (mmap with PROT_EXEC: EPERM; mprotect: EACCES), nor grown by
- * mremap(); the consumer's two mappings are not inherited across fork()
- * (they are VM_IO, so madvise(MADV_DOFORK) on them is EINVAL, and no
- * get_user_pages() pin can hold them), left out of core dumps (as perf's),
- * and revoked when the consumer detaches; the config page is inherited.
+ * Memory map (offsets in pages of the device file; kpprof_info gives each
+ * one, the constants below are today's values, not a promise).  No mapping
+ * may be executable (mmap with PROT_EXEC: EPERM; mprotect: EACCES), nor
+ * grown by mremap(); the consumer's two mappings and the producer ring are
+ * not inherited across fork() (they are VM_IO, so madvise(MADV_DOFORK) on
+ * them is EINVAL, and no get_user_pages() pin can hold them), left out of
+ * core dumps (as perf's); the consumer's are revoked when the consumer
+ * detaches; the config page is inherited.
  * The file is a stream: lseek(2), pread(2) and pwrite(2) are ESPIPE.
  *
+ *   info.cons_pgoff    consumer page, read-write: __u64 cons_pos at offset 0
+ *   info.prod_pgoff    producer page, read-only: __u64 prod_pos at offset 0,
+ *                      then the data pages (ring_size bytes), read-only,
+ *                      mapped twice in a row so a record that wraps the end
+ *                      of the ring reads contiguously
  *   pgoff 0            config page, PROT_READ only: struct kpprof_config_page
- *   pgoff 1            consumer page, read-write: __u64 cons_pos at offset 0
- *   pgoff 2            producer page, read-only: __u64 prod_pos at offset 0
- *   pgoff 3 ..         data pages (ring_size bytes), read-only, mapped twice
- *                      in a row so a record that wraps the end of the ring
- *                      reads contiguously
+ *   info.pring_pgoff   this file's producer ring (see The producer ring),
+ *                      read-write, info.pring_map_len bytes
  *
- * A consumer maps pgoff 1 (one page) read-write and pgoff 2 (one page plus
- * 2 * ring_size bytes) read-only.
+ * A consumer maps cons_pgoff (one page) read-write and prod_pgoff (one page
+ * plus 2 * ring_size bytes) read-only.
+ *
+ * The producer ring (ABI 3)
+ * =========================
+ * A record costs its producer no syscall: each open file of /dev/kpprof
+ * may map a ring of its own, and the kernel drains it into the consumer's
+ * ring.  The ring is allocated at the file's first mmap of pring_pgoff
+ * (info.pring_size data bytes, module parameter pring_size, a power of
+ * two), charged to the mapping process's memory cgroup, and bounded in
+ * all by info.pring_total_max (module parameter pring_total_max): past it
+ * the mmap fails with ENOMEM (counted in kpprof_stats.pring_refused) and
+ * the producer falls back to KPPROF_IOC_SUBMIT.  The mapping must be
+ * MAP_SHARED, exactly info.pring_map_len bytes, PROT_READ | PROT_WRITE;
+ * it is never inherited by a child (VM_DONTCOPY): a child opens its own
+ * file.  Only the process that first mapped a file's ring may map it
+ * again (another one: EBUSY), and the file must be one that may submit
+ * (opened for writing: EACCES; producer_gid: EPERM).
+ *
+ *   offset 0                  struct kpprof_pring_hdr (one page)
+ *   info.pring_data_off       data, pring_size bytes, mapped twice in a
+ *                             row, as the consumer's ring
+ *
+ * Identity: every record drained from a ring is stamped with the tgid of
+ * the process that mapped the ring (initial pid namespace) and its real
+ * uid (initial user namespace) at the time of that mmap: a later setuid()
+ * does not change it, as a file's producer permission is decided at open.
+ * tid is 0 (the kernel does not know which thread wrote a record) and cpu
+ * is the CPU that drained it.  Nothing in the ring is identity.
+ *
+ * Producer protocol (the shim's threads, any number, no lock): an entry is
+ * a struct kpprof_ring_hdr, the record, zero padding to 8 bytes, as in the
+ * consumer's ring.  To write a record of len bytes (total = 8 + len
+ * rounded up to 8):
+ *   1. h = load-acquire(head); t = load-acquire(tail); if h + total - t >
+ *      pring_size, the ring is full: add 1 to lost[kind] (atomically) and
+ *      drop the record; else compare-and-swap head from h to h + total
+ *      (retry from 1 on failure).
+ *   2. at data[h & (pring_size - 1)]: store len | KPPROF_RING_BUSY into the
+ *      entry's len, write the record and the padding;
+ *   3. commit: store-release len into the entry's len (BUSY clear), or
+ *      len | KPPROF_RING_DISCARD to give the entry up (skipped, uncounted).
+ * The kernel zeroes every byte it has drained before it moves tail past
+ * it, so a reserved entry whose len still reads 0 is not written yet.
+ *
+ * The drain (in the consumer's context: its poll(2), KPPROF_IOC_DRAIN, the
+ * cycle work, a work item every drain_period_ms while a consumer is
+ * attached; and at the last close of the file, with or without consumer,
+ * so a process's last records survive its exit) reads each ring in ring
+ * order up to the first entry not committed, copies each record into
+ * kernel memory and validates it exactly as SUBMIT does: a malformed
+ * record is skipped and counted (kpprof_rec_lost.invalid).  The header and
+ * the data are the producer's to scribble on: a head the kernel cannot
+ * believe (more than pring_size ahead of tail, or not a multiple of 8) or
+ * an entry length it cannot believe empties the ring, counted in @resets;
+ * either way only that producer's records are lost.  Rings are drained
+ * round-robin, a few records each per pass, so one producer's backlog
+ * never delays another's.  A record the consumer's ring has no room for
+ * stays in the producer's ring (its producer alone sees a full ring); the
+ * consumer ring's per-uid buckets (see Fairness) apply to drained records
+ * too, by the mapper's uid.
+ *
+ * Losses reach the collector in band: when a ring's lost[] counters or the
+ * kernel's invalid/reset counts for it have moved, the drain writes a
+ * KPPROF_REC_LOST record stamped with that producer's tgid and uid.
  *
  * The ring
  * ========
@@ -129,8 +200,11 @@
 /*
  * 2: KPPROF_IOC_SUBMIT (KPPROF_FEAT_SUBMIT_IOCTL).  Version 1 shims, which
  * write(2) their records, are still served.
+ * 3: producer rings (KPPROF_FEAT_PRING), KPPROF_REC_LOST, the mmap layout
+ * in kpprof_info, KPPROF_IOC_SUBMIT as _IOW (the _IO number of ABI 2 is
+ * still accepted), KPPROF_IOC_DRAIN.
  */
-#define KPPROF_ABI_VERSION	2
+#define KPPROF_ABI_VERSION	3
 #define KPPROF_DEVICE_PATH	"/dev/kpprof"
 
 /* ---------------------------------------------------------------- limits */
@@ -223,6 +297,7 @@ struct kpprof_config_page {
 #define KPPROF_FEAT_RING_MMAP	_BITULL(1)
 #define KPPROF_FEAT_FORMAT_TEXT	_BITULL(2)
 #define KPPROF_FEAT_SUBMIT_IOCTL	_BITULL(3)
+#define KPPROF_FEAT_PRING	_BITULL(4)
 
 /**
  * struct kpprof_info - what the module is (output only)
@@ -236,6 +311,16 @@ struct kpprof_config_page {
  *                   most (less while other uids hold records: see
  *                   Fairness); a record beyond it is dropped
  *                   (KPPROF_DROP_SHARE).
+ * @cons_pgoff:      page offset of the consumer page.
+ * @prod_pgoff:      page offset of the producer page (data pages follow).
+ * @pring_pgoff:     page offset of a file's producer ring.
+ * @pring_size:      data bytes of a producer ring (a power of two).
+ * @pring_data_off:  bytes from the start of a producer ring mapping to its
+ *                   data (its struct kpprof_pring_hdr comes first).
+ * @pring_map_len:   bytes a producer ring mapping must have:
+ *                   pring_data_off + 2 * pring_size.
+ * @pring_total_max: bytes all producer rings together may take; past it a
+ *                   ring mmap fails with ENOMEM.
  * @reserved:        zero.
  */
 struct kpprof_info {
@@ -246,10 +331,19 @@ struct kpprof_info {
 	__u32 max_record_size;
 	__s32 producer_gid;
 	__u64 producer_share;
-	__u64 reserved[3];
+	__u64 cons_pgoff;
+	__u64 prod_pgoff;
+	__u64 pring_pgoff;
+	/* end of VER0 */
+	__u64 pring_size;
+	__u64 pring_data_off;
+	__u64 pring_map_len;
+	__u64 pring_total_max;
+	__u64 reserved[4];
 };
 
 #define KPPROF_INFO_SIZE_VER0	64
+#define KPPROF_INFO_SIZE_VER1	128	/* ABI 3: the producer ring */
 
 /* ------------------------------------------------------------ stats */
 
@@ -274,8 +368,14 @@ enum {
  * @cons_pos:        consumer position.
  * @wakeups:         times the consumer was woken.
  * @consumer_attached: 1 if a consumer is attached.
- * @reserved0:       zero.
- * @reserved:        zero.
+ * @pring_count:     producer rings allocated now.
+ * @pring_drained:   records drained from producer rings into the ring
+ *                   (also counted in @accepted).
+ * @pring_lost:      records producers reported dropped for a full ring of
+ *                   their own (as the KPPROF_REC_LOST records say).
+ * @pring_invalid:   records the drain found malformed, plus ring resets
+ *                   (a header or entry length it could not believe).
+ * @pring_refused:   ring mmaps refused because pring_total_max was reached.
  *
  * Once every entry is read: accepted == records read, and every record
  * offered was either accepted, dropped (by reason) or rejected.
@@ -290,8 +390,11 @@ struct kpprof_stats {
 	__u64 cons_pos;
 	__u64 wakeups;
 	__u32 consumer_attached;
-	__u32 reserved0;
-	__u64 reserved[4];
+	__u32 pring_count;
+	__u64 pring_drained;
+	__u64 pring_lost;
+	__u64 pring_invalid;
+	__u64 pring_refused;
 };
 
 #define KPPROF_STATS_SIZE_VER0	128
@@ -356,7 +459,9 @@ struct kpprof_format_arg {
  * it rather than write(2): on a file that is not /dev/kpprof (a reused fd
  * number) it fails with ENOTTY instead of writing into that file.
  */
-#define KPPROF_IOC_SUBMIT	_IO(KPPROF_IOC_MAGIC, 0x07)
+#define KPPROF_IOC_SUBMIT	_IOW(KPPROF_IOC_MAGIC, 0x07, struct kpprof_record)
+/* ABI 2's number for the same, still accepted */
+#define KPPROF_IOC_SUBMIT_V2	_IO(KPPROF_IOC_MAGIC, 0x07)
 /*
  * The consumer stops being the consumer (close(2) does the same); no
  * argument.  EINVAL on a file that is not the consumer.  Its mappings of
@@ -365,16 +470,62 @@ struct kpprof_format_arg {
  * consumer's records nor write its cons_pos.
  */
 #define KPPROF_IOC_CONSUMER_DETACH _IO(KPPROF_IOC_MAGIC, 0x08)
+/*
+ * Drains every producer ring into the consumer's ring now (as far as it
+ * has room); no argument.  The consumer's poll(2) and the cycle work do
+ * the same; tests and a collector that wants everything now use this.
+ */
+#define KPPROF_IOC_DRAIN	_IO(KPPROF_IOC_MAGIC, 0x09)
+/*
+ * A producer's kick: drains the calling process's own producer rings now
+ * (those its mm mapped; at most pring_size bytes of records each) into the
+ * consumer's ring, on a file that may submit (as SUBMIT: EBADF, EPERM);
+ * no argument.  A producer whose ring passes half full may kick once per
+ * drain it saw (its tail moved), so a burst never waits for the periodic
+ * drain: one syscall per hundreds of records.
+ */
+#define KPPROF_IOC_KICK		_IO(KPPROF_IOC_MAGIC, 0x0a)
 
 /* ------------------------------------------------------------ ring */
 
 #define KPPROF_PGOFF_CONFIG	0
 #define KPPROF_PGOFF_CONSUMER	1
 #define KPPROF_PGOFF_PRODUCER	2	/* producer page, then data x 2 */
+/* a file's producer ring: far above the consumer's ring, whatever its size */
+#define KPPROF_PGOFF_PRING	0x100000
 
 #define KPPROF_RING_BUSY	0x80000000U
 #define KPPROF_RING_DISCARD	0x40000000U
 #define KPPROF_RING_LEN_MASK	0x3fffffffU
+
+/* Slots of kpprof_pring_hdr.lost and kpprof_rec_lost.by_kind. */
+#define KPPROF_LOST_KINDS	16
+
+/**
+ * struct kpprof_pring_hdr - the first page of a producer ring mapping
+ * @head:      producers: the next free position (step 1 of the protocol).
+ * @tail:      kernel: every entry before it is drained; positions only
+ *             grow, the entry at p is at data[p & (pring_size - 1)].
+ *             The kernel keeps its own copy and never reads this one.
+ * @size:      kernel: pring_size, for information (never read back).
+ * @data_off:  kernel: pring_data_off, for information.
+ * @lost:      producers: records dropped because the ring was full, by
+ *             record kind (lost[kind]; kinds >= KPPROF_LOST_KINDS in
+ *             lost[0]).  Read by the drain, which reports what moved.
+ *
+ * @head and @tail are on cache lines of their own.  Everything in this
+ * page may be written by the producer; the kernel reads only @head and
+ * @lost, and believes neither beyond that producer's own records.
+ */
+struct kpprof_pring_hdr {
+	__u64 head;
+	__u64 pad0[7];
+	__u64 tail;
+	__u64 size;
+	__u64 data_off;
+	__u64 pad1[5];
+	__u64 lost[KPPROF_LOST_KINDS];
+};
 
 /**
  * struct kpprof_ring_hdr - precedes every record in the ring
@@ -406,6 +557,7 @@ enum {
 	KPPROF_REC_COMM = 7,	/* process start/fork/exec: name the process */
 	KPPROF_REC_CYCLE = 8,	/* kernel: cycle @cycle - 1 has ended */
 	KPPROF_REC_NOTE = 9,	/* a producer's notice about itself */
+	KPPROF_REC_LOST = 10,	/* kernel: a producer ring's losses */
 	KPPROF_REC_KINDS
 };
 
@@ -580,6 +732,14 @@ struct kpprof_rec_note {
  *           always writes one); a cycle record can also be dropped when
  *           the ring is full;
  *           any entry with hdr.cycle > k proves cycle k complete too.
+ *           Records from producer rings are stamped when the drain moves
+ *           them into the ring, under the same lock, so the rule holds for
+ *           them as for SUBMIT's: the collector knows cycle k is complete
+ *           when it has read an entry with cycle > k, and no record of k
+ *           can arrive after it.  The timer and ADVANCE_CYCLE drain every
+ *           producer ring first, so what producers committed before the
+ *           cycle ended belongs to it (unless the ring had no room: then
+ *           it waits in its producer ring and belongs to a later cycle).
  * @reason:  0 timer, 1 ioctl.
  * @pad:     zero.
  */
@@ -587,6 +747,30 @@ struct kpprof_rec_cycle {
 	struct kpprof_record hdr;
 	__u32 reason;
 	__u32 pad;
+};
+
+/**
+ * struct kpprof_rec_lost - KPPROF_REC_LOST, written by the kernel only
+ * @hdr:     header; tgid and uid are the producer's (its ring's identity),
+ *           tid 0, cycle the cycle the drain accepted it in.
+ * @full:    records the producer dropped because its ring was full, since
+ *           its last KPPROF_REC_LOST (the sum of @by_kind).
+ * @invalid: records the drain found malformed and skipped, since then.
+ * @resets:  times the drain emptied the ring because its head or an entry
+ *           length could not be believed (the records then in it are lost,
+ *           uncounted), since then.
+ * @by_kind: @full by record kind, as kpprof_pring_hdr.lost.
+ *
+ * Like perf's PERF_RECORD_LOST: a producer's profile says what it lost.
+ * The counts come from the producer's own ring header, so a producer can
+ * only lie about its own losses.
+ */
+struct kpprof_rec_lost {
+	struct kpprof_record hdr;
+	__u64 full;
+	__u64 invalid;
+	__u64 resets;
+	__u64 by_kind[KPPROF_LOST_KINDS];
 };
 
 #endif /* _UAPI_KPPROF_H */

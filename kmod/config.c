@@ -41,9 +41,13 @@ static void kpp_config_cycle_fn(struct work_struct *work)
 	struct kpp_config_state *cs = container_of(to_delayed_work(work),
 						   struct kpp_config_state,
 						   cycle_work);
-	u64 cycle = kpp_ring_advance_cycle(&kpp_dev.ring, 0,
-					   !!READ_ONCE(kpp_dev.consumer));
+	u64 cycle;
 	u32 period;
+
+	/* what producers committed before the cycle ends belongs to it */
+	kpp_pring_drain_all();
+	cycle = kpp_ring_advance_cycle(&kpp_dev.ring, 0,
+				       !!READ_ONCE(kpp_dev.consumer));
 
 	kpp_config_publish_cycle(cs, cycle);
 	kpp_ring_reclaim_all(&kpp_dev.ring);

@@ -35,14 +35,6 @@ static bool kpp_is_consumer(struct file *file)
 	return READ_ONCE(kpp_dev.consumer) == file;
 }
 
-/**
- * struct kpp_file - what the module keeps per open file (private_data)
- * @producer: the opener may write records (decided at open()).
- */
-struct kpp_file {
-	bool producer;
-};
-
 /*
  * kpp_open - decide, once, whether this file may write records, with the
  * file's credentials (at open() they are the opener's).  The capability
@@ -71,6 +63,7 @@ static int kpp_open(struct inode *inode, struct file *file)
 	if (!kf)
 		return -ENOMEM;
 	kf->producer = allowed;
+	mutex_init(&kf->lock);
 	file->private_data = kf;
 	return stream_open(inode, file);
 }
@@ -88,7 +81,7 @@ static int kpp_open(struct inode *inode, struct file *file)
  * with its own uid range) keeps its uids apart: root granted them, as it
  * grants uids on the host.
  */
-static u32 kpp_charge_uid(const struct cred *cred)
+u32 kpp_charge_uid(const struct cred *cred)
 {
 	const struct user_namespace *ns;
 	kuid_t uid = cred->uid;
@@ -153,7 +146,8 @@ static int kpp_submit(struct file *file, const char __user *ubuf, size_t len)
 		goto err_reject_free;
 	}
 	err = kpp_record_validate(buf, len,
-				  kpp_config_max_depth(&kpp_dev.config));
+				  kpp_config_max_depth(&kpp_dev.config),
+				  TASK_SIZE);
 	if (err)
 		goto err_reject_free;
 
@@ -230,11 +224,19 @@ static long kpp_ioctl_get_info(void __user *uarg, size_t usize)
 		.abi_version = KPPROF_ABI_VERSION,
 		.page_size = PAGE_SIZE,
 		.features = KPPROF_FEAT_CONFIG_PAGE | KPPROF_FEAT_RING_MMAP |
-			    KPPROF_FEAT_FORMAT_TEXT | KPPROF_FEAT_SUBMIT_IOCTL,
+			    KPPROF_FEAT_FORMAT_TEXT | KPPROF_FEAT_SUBMIT_IOCTL |
+			    KPPROF_FEAT_PRING,
 		.ring_size = kpp_dev.ring.size,
 		.max_record_size = KPP_RECORD_SIZE_MAX,
 		.producer_gid = READ_ONCE(kpp_dev.producer_gid),
 		.producer_share = kpp_dev.ring.share_max,
+		.cons_pgoff = KPPROF_PGOFF_CONSUMER,
+		.prod_pgoff = KPPROF_PGOFF_PRODUCER,
+		.pring_pgoff = KPPROF_PGOFF_PRING,
+		.pring_size = kpp_dev.pring_size,
+		.pring_data_off = PAGE_SIZE,
+		.pring_map_len = PAGE_SIZE + 2 * kpp_dev.pring_size,
+		.pring_total_max = kpp_dev.pring_total_max,
 	};
 
 	return kpp_copy_struct_out(uarg, usize, &info, sizeof(info));
@@ -266,6 +268,11 @@ static long kpp_ioctl_get_stats(void __user *uarg, size_t usize)
 	memset(&st, 0, sizeof(st));
 	kpp_ring_stats(&kpp_dev.ring, &st);
 	st.consumer_attached = !!READ_ONCE(kpp_dev.consumer);
+	st.pring_count = atomic_read(&kpp_dev.pring_count);
+	st.pring_drained = atomic64_read(&kpp_dev.pring_drained);
+	st.pring_lost = atomic64_read(&kpp_dev.pring_lost);
+	st.pring_invalid = atomic64_read(&kpp_dev.pring_invalid);
+	st.pring_refused = atomic64_read(&kpp_dev.pring_refused);
 	return kpp_copy_struct_out(uarg, usize, &st, sizeof(st));
 }
 
@@ -298,6 +305,8 @@ static long kpp_ioctl_advance_cycle(void __user *uarg)
 	/* a bad pointer fails before the cycle moves, so a retry is safe */
 	if (put_user(0ULL, (u64 __user *)uarg))
 		return -EFAULT;
+	/* what producers committed before the cycle ends belongs to it */
+	kpp_pring_drain_all();
 	cycle = kpp_ring_advance_cycle(&kpp_dev.ring, 1, true);
 
 	kpp_config_publish_cycle(&kpp_dev.config, cycle);
@@ -321,6 +330,7 @@ static long kpp_ioctl_attach(struct file *file)
 		kpp_ring_attach(&kpp_dev.ring);
 		WRITE_ONCE(kpp_dev.consumer, file);
 		kpp_config_timer_start(&kpp_dev.config);
+		kpp_pring_drain_start();
 	}
 	mutex_unlock(&kpp_dev.consumer_lock);
 	return ret;
@@ -349,6 +359,7 @@ static bool kpp_consumer_detach(struct file *file)
 	if (kpp_dev.consumer == file) {
 		WRITE_ONCE(kpp_dev.consumer, NULL);
 		kpp_config_timer_stop(&kpp_dev.config);
+		kpp_pring_drain_stop();
 		unmap_mapping_range(file->f_mapping,
 				    (loff_t)KPPROF_PGOFF_CONSUMER << PAGE_SHIFT,
 				    0, 1);
@@ -383,7 +394,7 @@ static long kpp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	int err;
 
 	BUILD_BUG_ON(sizeof(struct kpprof_config) != KPPROF_CONFIG_SIZE_VER0);
-	BUILD_BUG_ON(sizeof(struct kpprof_info) != KPPROF_INFO_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct kpprof_info) != KPPROF_INFO_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct kpprof_stats) != KPPROF_STATS_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct kpprof_format_arg) != KPPROF_FORMAT_ARG_SIZE_VER0);
 
@@ -398,7 +409,20 @@ static long kpp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 			return -EPERM;
 		return kpp_ioctl_attach(file);
 	case KPPROF_IOC_SUBMIT:
+	case KPPROF_IOC_SUBMIT_V2:
 		return kpp_ioctl_submit(file, uarg);
+	case KPPROF_IOC_DRAIN:
+		if (!perfmon_capable())
+			return -EPERM;
+		kpp_pring_drain_all();
+		return 0;
+	case KPPROF_IOC_KICK:
+		if (!(file->f_mode & FMODE_WRITE))
+			return -EBADF;
+		if (!((struct kpp_file *)file->private_data)->producer)
+			return -EPERM;
+		kpp_pring_kick();
+		return 0;
 	case KPPROF_IOC_CONSUMER_DETACH:
 		return kpp_ioctl_detach(file);
 	}
@@ -444,6 +468,8 @@ static int kpp_mmap(struct file *file, struct vm_area_struct *vma)
 
 	if (vma->vm_pgoff == KPPROF_PGOFF_CONFIG)
 		return kpp_config_mmap(&kpp_dev.config, vma);
+	if (vma->vm_pgoff == KPPROF_PGOFF_PRING)
+		return kpp_pring_mmap(file->private_data, file, vma);
 	if (vma->vm_pgoff != KPPROF_PGOFF_CONSUMER &&
 	    vma->vm_pgoff != KPPROF_PGOFF_PRODUCER)
 		return -EINVAL;
@@ -484,8 +510,9 @@ static __poll_t kpp_poll(struct file *file, struct poll_table_struct *pts)
 		poll_wait(file, &rb->waitq, pts);
 	if (!kpp_is_consumer(file))
 		return EPOLLOUT | EPOLLWRNORM;
-	/* the consumer's context: release what it has read */
+	/* the consumer's context: release what it has read, drain producers */
 	kpp_ring_reclaim_all(rb);
+	kpp_pring_drain_all();
 	/* with the barrier that orders poll_wait() before the ring's loads */
 	if (kpp_ring_poll(rb))
 		return EPOLLIN | EPOLLRDNORM | EPOLLOUT | EPOLLWRNORM;
@@ -495,6 +522,8 @@ static __poll_t kpp_poll(struct file *file, struct poll_table_struct *pts)
 static int kpp_release(struct inode *inode, struct file *file)
 {
 	kpp_consumer_detach(file);
+	/* the last close: no mapping is left, the ring's last records go now */
+	kpp_pring_release(file->private_data);
 	kfree(file->private_data);
 	return 0;
 }

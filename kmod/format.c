@@ -92,6 +92,14 @@ static const struct kpp_field kpp_note_fields[] = {
 	KPP_FIELD(kpprof_rec_note, "u64", value),
 };
 
+static const struct kpp_field kpp_lost_fields[] = {
+	KPP_FIELD(kpprof_rec_lost, "u64", full),
+	KPP_FIELD(kpprof_rec_lost, "u64", invalid),
+	KPP_FIELD(kpprof_rec_lost, "u64", resets),
+	{ "u64", "by_kind[16]", offsetof(struct kpprof_rec_lost, by_kind),
+	  sizeof_field(struct kpprof_rec_lost, by_kind) },
+};
+
 struct kpp_event {
 	const char *name;
 	unsigned int id;
@@ -121,6 +129,8 @@ static const struct kpp_event kpp_events[] = {
 		  "\"reason=%u\", REC->reason"),
 	KPP_EVENT("kpprof_note", KPPROF_REC_NOTE, kpp_note_fields,
 		  "\"what=%u value=%llu\", REC->what, REC->value"),
+	KPP_EVENT("kpprof_lost", KPPROF_REC_LOST, kpp_lost_fields,
+		  "\"full=%llu invalid=%llu resets=%llu\", REC->full, REC->invalid, REC->resets"),
 };
 
 static size_t kpp_format_fields(char *buf, size_t size,
@@ -164,7 +174,7 @@ static size_t kpp_format_event(char *buf, size_t size,
  */
 int kpp_format_build(char **text, size_t *len)
 {
-	const size_t size = 8192;
+	const size_t size = 16384;
 	size_t n = 0;
 	unsigned int i;
 	char *buf;

@@ -16,6 +16,8 @@
 #include <linux/poll.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
+#include <linux/sched.h>
+#include <linux/list.h>
 #include <kpprof.h>
 
 /* Bounds of the ring_size module parameter. */
@@ -30,6 +32,11 @@
 /* Largest record with a stack: the size of a kpp_dev.rec_cache buffer. */
 #define KPP_STACK_RECORD_SIZE_MAX					\
 	(sizeof(struct kpprof_rec_contention) + KPPROF_STACK_DEPTH_MAX * sizeof(__u64))
+
+/* Bounds of the pring_size module parameter (a producer ring's data). */
+#define KPP_PRING_SIZE_MIN	SZ_16K
+#define KPP_PRING_SIZE_MAX	SZ_16M
+#define KPP_PRING_SIZE_DEFAULT	SZ_64K
 
 /* Uids whose ring occupancy is tracked at once; see ring.c. */
 #define KPP_SHARE_SLOTS		64
@@ -135,6 +142,69 @@ struct kpp_stamp {
 };
 
 /**
+ * struct kpp_pring - one file's producer ring (pring.c)
+ * @node:     on kpp_dev.prings, under kpp_dev.prings_lock.
+ * @pages:    the distinct pages: header page, then data.
+ * @nr_pages: how many @pages holds.
+ * @area:     vmap of the header page and the data pages twice.
+ * @hdr:      the header page, shared with the producer: hostile.
+ * @data:     the first data mapping.
+ * @size:     data bytes (a power of two); @mask is @size - 1.
+ * @tail:     the kernel's own drain position; the header's copy is only
+ *            ever written from it.
+ * @lost_seen: @hdr->lost as last reported in a KPPROF_REC_LOST record.
+ * @invalid, @resets: what the drain counted against this ring, and
+ *            @invalid_seen, @resets_seen what was last reported.
+ * @mm:       the mm that mapped it (mmgrab()ed): no other may map it.
+ * @pid:      the mapper's thread group, for a COMM record's ppid and comm.
+ * @comm:     the mapper's comm at mmap time, for when it is gone.
+ * @tgid, @uid, @charge: identity stamped on its records (see kpp_stamp).
+ * @task_size: the mapper's end of user space (validation of pcs).
+ * @refused:  the last drain stopped at a record the consumer's ring
+ *            refused (full, or the uid over its share).
+ * @more:     the last drain stopped for its budget, committed records
+ *            may remain.
+ * @orphan:   its file is closed: no producer is left, the ring stays
+ *            (on the list, counted in pring_total) only until drained.
+ */
+struct kpp_pring {
+	struct list_head node;
+	struct page **pages;
+	int nr_pages;
+	void *area;
+	struct kpprof_pring_hdr *hdr;
+	u8 *data;
+	u64 size;
+	u64 mask;
+	u64 tail;
+	u64 lost_seen[KPPROF_LOST_KINDS];
+	u64 invalid, invalid_seen;
+	u64 resets, resets_seen;
+	struct mm_struct *mm;
+	struct pid *pid;
+	char comm[TASK_COMM_LEN];
+	u32 tgid;
+	u32 uid;
+	u32 charge;
+	unsigned long task_size;
+	bool refused;
+	bool more;
+	bool orphan;
+};
+
+/**
+ * struct kpp_file - what the module keeps per open file (private_data)
+ * @producer: the opener may write records (decided at open()).
+ * @lock:     serialises the allocation of @pring.
+ * @pring:    the file's producer ring, once mapped; freed at release.
+ */
+struct kpp_file {
+	bool producer;
+	struct mutex lock;	/* see @lock above */
+	struct kpp_pring *pring;
+};
+
+/**
  * struct kpp_config_state - the sampling configuration
  * @lock:    serialises changes; guards @cur and the config page.
  * @cur:     the configuration in force.
@@ -164,6 +234,17 @@ struct kpp_config_state {
  * @rec_cache: buffers for records up to KPP_STACK_RECORD_SIZE_MAX, the
  *             common case: a write copies its record there, not onto
  *             its stack.
+ * @prings_lock: a mutex, never a spinlock: the drain copies and validates
+ *             records while it holds it.  Guards @prings, @drain_buf and
+ *             every ring's drain state.
+ * @prings:    the producer rings (struct kpp_pring.node).
+ * @pring_size, @pring_total_max: module parameters.
+ * @pring_total: bytes all producer rings take now (pages included).
+ * @pring_count ... @pring_refused: kpprof_stats' pring_* counters.
+ * @drain_buf: the bounce buffer the drain copies each record into
+ *             (KPP_RECORD_SIZE_MAX bytes), under @prings_lock.
+ * @drain_period_ms: module parameter; @drain_work runs that often while
+ *             @drain_on (a consumer is attached; under @consumer_lock).
  */
 struct kpp_dev {
 	struct kpp_ring ring;
@@ -174,6 +255,20 @@ struct kpp_dev {
 	size_t format_len;
 	int producer_gid;
 	struct kmem_cache *rec_cache;
+	struct mutex prings_lock;	/* guards @prings and the drain */
+	struct list_head prings;
+	u64 pring_size;
+	u64 pring_total_max;
+	atomic64_t pring_total;
+	atomic_t pring_count;
+	atomic64_t pring_drained;
+	atomic64_t pring_lost;
+	atomic64_t pring_invalid;
+	atomic64_t pring_refused;
+	void *drain_buf;
+	unsigned int drain_period_ms;
+	bool drain_on;
+	struct delayed_work drain_work;
 };
 
 extern struct kpp_dev kpp_dev;
@@ -183,6 +278,8 @@ int kpp_ring_init(struct kpp_ring *rb, u64 size, u64 watermark, u64 share_max);
 void kpp_ring_free(struct kpp_ring *rb);
 int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 		    const struct kpp_stamp *stamp);
+int kpp_ring_offer(struct kpp_ring *rb, const void *rec, u32 len,
+		   const struct kpp_stamp *stamp, int *drop);
 u64 kpp_ring_advance_cycle(struct kpp_ring *rb, u32 reason, bool emit);
 bool kpp_ring_readable(struct kpp_ring *rb);
 bool kpp_ring_poll(struct kpp_ring *rb);
@@ -214,14 +311,27 @@ void kpp_config_timer_stop(struct kpp_config_state *cs);
 int kpp_config_mmap(struct kpp_config_state *cs, struct vm_area_struct *vma);
 
 /* record.c */
-int kpp_record_validate(const void *buf, size_t len, u32 max_depth);
+int kpp_record_validate(const void *buf, size_t len, u32 max_depth,
+			unsigned long task_size);
 u32 kpp_record_flag(u16 kind);
 void kpp_record_fill_comm(void *rec);
+
+/* pring.c */
+int kpp_pring_mmap(struct kpp_file *kf, struct file *file,
+		   struct vm_area_struct *vma);
+void kpp_pring_release(struct kpp_file *kf);
+void kpp_pring_drain_all(void);
+void kpp_pring_kick(void);
+int kpp_pring_init(u64 size, u64 total_max, unsigned int period_ms);
+void kpp_pring_exit(void);
+void kpp_pring_drain_start(void);
+void kpp_pring_drain_stop(void);
 
 /* format.c */
 int kpp_format_build(char **text, size_t *len);
 
 /* dev.c */
+u32 kpp_charge_uid(const struct cred *cred);
 int kpp_dev_register(void);
 void kpp_dev_unregister(void);
 

@@ -23,35 +23,38 @@ static bool kpp_all_zero(const void *p, size_t len)
  * of user space is the writer's own (TASK_SIZE): a 32-bit (compat) task's
  * is 4 GiB, not the 64-bit TASK_SIZE_MAX.
  */
-static int kpp_validate_pcs(const __u64 *pcs, u16 nr_pcs)
+static int kpp_validate_pcs(const __u64 *pcs, u16 nr_pcs,
+			    unsigned long task_size)
 {
 	u16 i;
 
 	for (i = 0; i < nr_pcs; i++)
-		if (!pcs[i] || pcs[i] >= TASK_SIZE)
+		if (!pcs[i] || pcs[i] >= task_size)
 			return -EINVAL;
 	return 0;
 }
 
 /* A stack record: 1 .. max_depth frames, exactly filling the record. */
 static int kpp_validate_stack(const struct kpprof_record *hdr, size_t fixed,
-			      size_t len, u32 max_depth)
+			      size_t len, u32 max_depth, unsigned long task_size)
 {
 	if (hdr->nr_pcs < 1 || hdr->nr_pcs > max_depth)
 		return -EINVAL;
 	if (len != fixed + hdr->nr_pcs * sizeof(__u64))
 		return -EINVAL;
 	return kpp_validate_pcs((const __u64 *)((const u8 *)hdr + fixed),
-				hdr->nr_pcs);
+				hdr->nr_pcs, task_size);
 }
 
-static int kpp_validate_alloc(const void *buf, size_t len, u32 max_depth)
+static int kpp_validate_alloc(const void *buf, size_t len, u32 max_depth,
+			      unsigned long task_size)
 {
 	const struct kpprof_rec_alloc *r = buf;
 
 	if (!r->addr || !r->rate)
 		return -EINVAL;
-	return kpp_validate_stack(&r->hdr, sizeof(*r), len, max_depth);
+	return kpp_validate_stack(&r->hdr, sizeof(*r), len, max_depth,
+				  task_size);
 }
 
 static int kpp_validate_free(const void *buf, size_t len)
@@ -63,29 +66,32 @@ static int kpp_validate_free(const void *buf, size_t len)
 	return 0;
 }
 
-static int kpp_validate_contention(const void *buf, size_t len, u32 max_depth)
+static int kpp_validate_contention(const void *buf, size_t len, u32 max_depth,
+				   unsigned long task_size)
 {
 	const struct kpprof_rec_contention *r = buf;
 
 	if (!r->delay_ns || !r->rate)
 		return -EINVAL;
-	return kpp_validate_stack(&r->hdr, sizeof(*r), len, max_depth);
+	return kpp_validate_stack(&r->hdr, sizeof(*r), len, max_depth,
+				  task_size);
 }
 
-static bool kpp_valid_user_range(u64 start, u64 end)
+static bool kpp_valid_user_range(u64 start, u64 end, unsigned long task_size)
 {
-	return start < end && end <= TASK_SIZE &&
+	return start < end && end <= task_size &&
 	       PAGE_ALIGNED(start) && PAGE_ALIGNED(end);
 }
 
-static int kpp_validate_mmap(const void *buf, size_t len)
+static int kpp_validate_mmap(const void *buf, size_t len,
+			     unsigned long task_size)
 {
 	const struct kpprof_rec_mmap *r = buf;
 	size_t path_end;
 
 	if (len < sizeof(*r) || r->hdr.nr_pcs)
 		return -EINVAL;
-	if (!kpp_valid_user_range(r->start, r->end) ||
+	if (!kpp_valid_user_range(r->start, r->end, task_size) ||
 	    !PAGE_ALIGNED(r->offset))
 		return -EINVAL;
 	if (r->build_id_len > KPPROF_BUILD_ID_MAX ||
@@ -107,13 +113,14 @@ static int kpp_validate_mmap(const void *buf, size_t len)
 	return 0;
 }
 
-static int kpp_validate_munmap(const void *buf, size_t len)
+static int kpp_validate_munmap(const void *buf, size_t len,
+			       unsigned long task_size)
 {
 	const struct kpprof_rec_munmap *r = buf;
 
 	if (len != sizeof(*r) || r->hdr.nr_pcs)
 		return -EINVAL;
-	if (!kpp_valid_user_range(r->start, r->end))
+	if (!kpp_valid_user_range(r->start, r->end, task_size))
 		return -EINVAL;
 	return 0;
 }
@@ -146,10 +153,13 @@ static int kpp_validate_note(const void *buf, size_t len)
  * @buf:       the record, copied into kernel memory, 8-byte aligned.
  * @len:       the write(2) count.
  * @max_depth: the configured max_stack_depth.
+ * @task_size: the writer's end of user space (TASK_SIZE for the caller;
+ *             a producer ring's drain passes its mapper's).
  *
  * Return: 0 if every byte is as the UAPI says, else -EINVAL.
  */
-int kpp_record_validate(const void *buf, size_t len, u32 max_depth)
+int kpp_record_validate(const void *buf, size_t len, u32 max_depth,
+			unsigned long task_size)
 {
 	const struct kpprof_record *hdr = buf;
 
@@ -165,24 +175,24 @@ int kpp_record_validate(const void *buf, size_t len, u32 max_depth)
 	case KPPROF_REC_ALLOC:
 		if (len < sizeof(struct kpprof_rec_alloc))
 			return -EINVAL;
-		return kpp_validate_alloc(buf, len, max_depth);
+		return kpp_validate_alloc(buf, len, max_depth, task_size);
 	case KPPROF_REC_FREE:
 		return kpp_validate_free(buf, len);
 	case KPPROF_REC_BLOCK:
 	case KPPROF_REC_MUTEX:
 		if (len < sizeof(struct kpprof_rec_contention))
 			return -EINVAL;
-		return kpp_validate_contention(buf, len, max_depth);
+		return kpp_validate_contention(buf, len, max_depth, task_size);
 	case KPPROF_REC_MMAP:
-		return kpp_validate_mmap(buf, len);
+		return kpp_validate_mmap(buf, len, task_size);
 	case KPPROF_REC_MUNMAP:
-		return kpp_validate_munmap(buf, len);
+		return kpp_validate_munmap(buf, len, task_size);
 	case KPPROF_REC_COMM:
 		return kpp_validate_comm(buf, len);
 	case KPPROF_REC_NOTE:
 		return kpp_validate_note(buf, len);
 	default:
-		/* KPPROF_REC_CYCLE included: only the kernel writes those */
+		/* KPPROF_REC_CYCLE and _LOST included: only the kernel writes those */
 		return -EINVAL;
 	}
 }

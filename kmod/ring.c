@@ -542,7 +542,8 @@ static struct kpprof_ring_hdr *kpp_ring_reserve(struct kpp_ring *rb, u32 len,
  */
 static struct kpprof_ring_hdr *kpp_ring_reserve_retry(struct kpp_ring *rb,
 						      u32 len, const u32 *uid,
-						      u64 *cycle, bool advance)
+						      u64 *cycle, bool advance,
+						      int *not_counted)
 {
 	struct kpprof_ring_hdr *hdr;
 	bool more;
@@ -561,7 +562,10 @@ static struct kpprof_ring_hdr *kpp_ring_reserve_retry(struct kpp_ring *rb,
 		advance = false;
 		cond_resched();
 	}
-	atomic64_inc(&rb->dropped[drop]);
+	if (not_counted)
+		*not_counted = drop;
+	else
+		atomic64_inc(&rb->dropped[drop]);
 	return NULL;
 }
 
@@ -603,6 +607,13 @@ static void kpp_ring_notify(struct kpp_ring *rb, bool urgent)
 	}
 }
 
+/*
+ * __kpp_ring_output - kpp_ring_output(); @not_counted NULL counts a drop,
+ * else gets its KPPROF_DROP_* reason (kpp_ring_offer()).
+ */
+static int __kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
+			     const struct kpp_stamp *stamp, int *not_counted);
+
 /**
  * kpp_ring_output - copy a validated record into the ring and stamp it
  * @rb:    the ring.
@@ -619,6 +630,12 @@ static void kpp_ring_notify(struct kpp_ring *rb, bool urgent)
 int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 		    const struct kpp_stamp *stamp)
 {
+	return __kpp_ring_output(rb, rec, len, stamp, NULL);
+}
+
+static int __kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
+			     const struct kpp_stamp *stamp, int *not_counted)
+{
 	struct kpprof_ring_hdr *hdr;
 	struct kpprof_record *out;
 	u64 cycle;
@@ -626,12 +643,16 @@ int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 
 	drop = kpp_ring_drop_early(rb, kpp_ring_entry_size(len), stamp->charge);
 	if (drop >= 0) {
-		atomic64_inc(&rb->dropped[drop]);
+		if (not_counted)
+			*not_counted = drop;
+		else
+			atomic64_inc(&rb->dropped[drop]);
 		return -ENOBUFS;
 	}
 
 	/* returns with preemption off, the entry reserved */
-	hdr = kpp_ring_reserve_retry(rb, len, &stamp->charge, &cycle, false);
+	hdr = kpp_ring_reserve_retry(rb, len, &stamp->charge, &cycle, false,
+				     not_counted);
 	if (!hdr)
 		return -ENOBUFS;
 	out = (struct kpprof_record *)(hdr + 1);
@@ -647,6 +668,24 @@ int kpp_ring_output(struct kpp_ring *rb, const void *rec, u32 len,
 
 	kpp_ring_notify(rb, false);
 	return 0;
+}
+
+/**
+ * kpp_ring_offer - kpp_ring_output() for a record that has somewhere else
+ * to wait (a producer ring): a record that does not fit is not counted as
+ * dropped.
+ * @rb:    the ring.
+ * @rec:   the record, validated, in kernel memory.
+ * @len:   its size.
+ * @stamp: identity, as for kpp_ring_output().
+ * @drop:  gets the KPPROF_DROP_* reason when the record does not fit.
+ *
+ * Return: 0, or -ENOBUFS.
+ */
+int kpp_ring_offer(struct kpp_ring *rb, const void *rec, u32 len,
+		   const struct kpp_stamp *stamp, int *drop)
+{
+	return __kpp_ring_output(rb, rec, len, stamp, drop);
 }
 
 /**
@@ -687,7 +726,7 @@ u64 kpp_ring_advance_cycle(struct kpp_ring *rb, u32 reason, bool emit)
 	 * ring has no room for the record; a retry stamps the record with the
 	 * cycle then current, still >= the one it ends.
 	 */
-	hdr = kpp_ring_reserve_retry(rb, sizeof(*rec), NULL, &cycle, true);
+	hdr = kpp_ring_reserve_retry(rb, sizeof(*rec), NULL, &cycle, true, NULL);
 	if (!hdr)
 		return READ_ONCE(rb->cycle);
 	rec = (struct kpprof_rec_cycle *)(hdr + 1);

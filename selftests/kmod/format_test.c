@@ -59,6 +59,9 @@ static const struct want_event want_events[] = {
 		F(kpprof_rec_cycle, reason) } },
 	{ "kpprof_note", KPPROF_REC_NOTE, {
 		F(kpprof_rec_note, what), F(kpprof_rec_note, value) } },
+	{ "kpprof_lost", KPPROF_REC_LOST, {
+		F(kpprof_rec_lost, full), F(kpprof_rec_lost, invalid),
+		F(kpprof_rec_lost, resets), F(kpprof_rec_lost, by_kind) } },
 };
 
 /* The record header, in every event. */

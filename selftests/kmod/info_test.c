@@ -42,9 +42,17 @@ TEST_F(dev, info_fields)
 	EXPECT_EQ(KPPROF_ABI_VERSION, info.abi_version);
 	EXPECT_EQ(page, info.page_size);
 	EXPECT_EQ(KPPROF_FEAT_CONFIG_PAGE | KPPROF_FEAT_RING_MMAP |
-		  KPPROF_FEAT_FORMAT_TEXT | KPPROF_FEAT_SUBMIT_IOCTL,
+		  KPPROF_FEAT_FORMAT_TEXT | KPPROF_FEAT_SUBMIT_IOCTL | KPPROF_FEAT_PRING,
 		  info.features & (KPPROF_FEAT_CONFIG_PAGE | KPPROF_FEAT_RING_MMAP |
-				   KPPROF_FEAT_FORMAT_TEXT | KPPROF_FEAT_SUBMIT_IOCTL));
+				   KPPROF_FEAT_FORMAT_TEXT | KPPROF_FEAT_SUBMIT_IOCTL |
+				   KPPROF_FEAT_PRING));
+	/* ABI 3: the mmap layout */
+	EXPECT_EQ(KPPROF_PGOFF_CONSUMER, info.cons_pgoff);
+	EXPECT_EQ(KPPROF_PGOFF_PRODUCER, info.prod_pgoff);
+	EXPECT_EQ(KPPROF_PGOFF_PRING, info.pring_pgoff);
+	EXPECT_EQ(0, info.pring_size & (info.pring_size - 1));
+	EXPECT_EQ((__u64)page, info.pring_data_off);
+	EXPECT_EQ(info.pring_data_off + 2 * info.pring_size, info.pring_map_len);
 	/* a power of two, at least a page */
 	EXPECT_EQ(0, info.ring_size & (info.ring_size - 1));
 	EXPECT_GE(info.ring_size, (__u64)page);

@@ -121,9 +121,10 @@ TEST_F(sz, set_config_sizes)
  * Output structs: a longer buffer gets the struct then zeros; a size below
  * VER0 is EINVAL, one above PAGE_SIZE E2BIG, and the buffer is left alone.
  */
-static void check_output_sizes(struct __test_metadata *_metadata, int fd,
-			       unsigned int nr, unsigned int ver0,
-			       unsigned char *buf, const char *what)
+static void check_output_sizes_full(struct __test_metadata *_metadata, int fd,
+				    unsigned int nr, unsigned int ver0,
+				    unsigned int full, unsigned char *buf,
+				    const char *what)
 {
 	const unsigned int P = (unsigned int)page_size();
 	const unsigned int ok_sizes[] = { ver0, ver0 + 8, ver0 + 64, P - 1, P };
@@ -136,7 +137,7 @@ static void check_output_sizes(struct __test_metadata *_metadata, int fd,
 		memset(buf, 0xa5, size + 8);
 		EXPECT_EQ(0, dev__ioctl(fd, _IOC(_IOC_READ, KPPROF_IOC_MAGIC, nr, size), buf))
 			TH_LOG("%s size %u", what, size);
-		for (j = ver0; j < size; j++)
+		for (j = full < size ? full : size; j < size; j++)
 			if (buf[j] != 0)
 				break;
 		EXPECT_EQ(size, j) TH_LOG("%s size %u: tail byte %u not zeroed", what, size, j);
@@ -161,16 +162,30 @@ static void check_output_sizes(struct __test_metadata *_metadata, int fd,
 	}
 }
 
+/* a struct still of its first size: zeros from VER0 on */
+static void check_output_sizes(struct __test_metadata *_metadata, int fd,
+			       unsigned int nr, unsigned int ver0,
+			       unsigned char *buf, const char *what)
+{
+	check_output_sizes_full(_metadata, fd, nr, ver0, ver0, buf, what);
+}
+
 TEST_F(sz, get_info_sizes)
 {
 	struct kpprof_info want, *got = (void *)self->buf;
 
-	check_output_sizes(_metadata, self->fd, NR_GET_INFO, KPPROF_INFO_SIZE_VER0,
-			   self->buf, "GET_INFO");
+	/* ABI 3 grew it to VER1: zeros only from there on */
+	check_output_sizes_full(_metadata, self->fd, NR_GET_INFO, KPPROF_INFO_SIZE_VER0,
+				KPPROF_INFO_SIZE_VER1, self->buf, "GET_INFO");
 	ASSERT_EQ(0, dev__info(self->fd, &want));
+	/* ABI 3's struct is VER1: a caller's bigger one gets it, zero-filled */
 	ASSERT_EQ(0, dev__ioctl(self->fd, _IOC(_IOC_READ, KPPROF_IOC_MAGIC, NR_GET_INFO,
-					       KPPROF_INFO_SIZE_VER0 + 32), self->buf));
+					       KPPROF_INFO_SIZE_VER1 + 32), self->buf));
 	EXPECT_EQ(0, memcmp(&want, got, sizeof(want)));
+	/* an ABI 2 caller's 64 bytes get the first 64 */
+	ASSERT_EQ(0, dev__ioctl(self->fd, _IOC(_IOC_READ, KPPROF_IOC_MAGIC, NR_GET_INFO,
+					       KPPROF_INFO_SIZE_VER0), self->buf));
+	EXPECT_EQ(0, memcmp(&want, got, KPPROF_INFO_SIZE_VER0));
 }
 
 TEST_F(sz, get_config_sizes)

@@ -18,7 +18,8 @@
 TEST(published_sizes_match_structs)
 {
 	EXPECT_EQ(KPPROF_CONFIG_SIZE_VER0, sizeof(struct kpprof_config));
-	EXPECT_EQ(KPPROF_INFO_SIZE_VER0, sizeof(struct kpprof_info));
+	EXPECT_EQ(KPPROF_INFO_SIZE_VER1, sizeof(struct kpprof_info));
+	EXPECT_EQ(KPPROF_INFO_SIZE_VER0, offsetof(struct kpprof_info, pring_size));
 	EXPECT_EQ(KPPROF_STATS_SIZE_VER0, sizeof(struct kpprof_stats));
 	EXPECT_EQ(KPPROF_FORMAT_ARG_SIZE_VER0, sizeof(struct kpprof_format_arg));
 }
@@ -32,6 +33,9 @@ TEST(ioctl_numbers_encode_sizes)
 	EXPECT_EQ(sizeof(struct kpprof_stats), _IOC_SIZE(KPPROF_IOC_GET_STATS));
 	EXPECT_EQ(sizeof(struct kpprof_format_arg), _IOC_SIZE(KPPROF_IOC_GET_FORMAT));
 	EXPECT_EQ(0, _IOC_SIZE(KPPROF_IOC_CONSUMER_ATTACH));
+	/* ABI 3: SUBMIT says what it reads */
+	EXPECT_EQ(sizeof(struct kpprof_record), _IOC_SIZE(KPPROF_IOC_SUBMIT));
+	EXPECT_EQ(_IOC_WRITE, _IOC_DIR(KPPROF_IOC_SUBMIT));
 	EXPECT_EQ(_IOC_WRITE, _IOC_DIR(KPPROF_IOC_SET_CONFIG));
 	EXPECT_EQ(_IOC_READ, _IOC_DIR(KPPROF_IOC_GET_INFO));
 	EXPECT_EQ(_IOC_READ | _IOC_WRITE, _IOC_DIR(KPPROF_IOC_GET_FORMAT));
@@ -47,10 +51,15 @@ TEST(no_implicit_padding)
 	EXPECT_EQ(sizeof(struct kpprof_config_page),
 		  4 + 4 + 8 + sizeof(struct kpprof_config));
 	EXPECT_EQ(sizeof(struct kpprof_info),
-		  4 + 4 + 8 + 8 + 4 + 4 + 8 + MEMBER_SIZE(struct kpprof_info, reserved));
+		  4 + 4 + 8 + 8 + 4 + 4 + 8 + 7 * 8 + MEMBER_SIZE(struct kpprof_info, reserved));
 	EXPECT_EQ(sizeof(struct kpprof_stats),
 		  2 * 8 + MEMBER_SIZE(struct kpprof_stats, dropped) + 5 * 8 +
-		  4 + 4 + MEMBER_SIZE(struct kpprof_stats, reserved));
+		  4 + 4 + 4 * 8);
+	EXPECT_EQ(sizeof(struct kpprof_pring_hdr),
+		  8 * 8 + 8 * 8 + MEMBER_SIZE(struct kpprof_pring_hdr, lost));
+	EXPECT_EQ(64, offsetof(struct kpprof_pring_hdr, tail));
+	EXPECT_EQ(sizeof(struct kpprof_rec_lost),
+		  sizeof(struct kpprof_record) + 3 * 8 + KPPROF_LOST_KINDS * 8);
 	EXPECT_EQ(sizeof(struct kpprof_format_arg), 8 + 4 + 4);
 	EXPECT_EQ(sizeof(struct kpprof_ring_hdr), 8);
 	EXPECT_EQ(sizeof(struct kpprof_record), 2 + 2 + 4 * 5 + 8 + 8);
@@ -96,7 +105,8 @@ TEST(limits_are_consistent)
 	EXPECT_LE(KPPROF_BUILD_ID_MAX, 255);
 	EXPECT_LE(KPPROF_PATH_MAX, 65535);
 	EXPECT_EQ(0, KPPROF_RING_LEN_MASK & (KPPROF_RING_BUSY | KPPROF_RING_DISCARD));
-	EXPECT_EQ(KPPROF_REC_NOTE + 1, KPPROF_REC_KINDS);
+	EXPECT_EQ(KPPROF_REC_LOST + 1, KPPROF_REC_KINDS);
+	EXPECT_LE(KPPROF_REC_KINDS, KPPROF_LOST_KINDS);
 }
 
 TEST_HARNESS_MAIN

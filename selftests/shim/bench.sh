@@ -36,7 +36,10 @@
 # (The peers ran on the heavy workload before; the churn loop is their
 # column now.)
 # KPPROF_BENCH_SHIM=LIB measures another build of the shim (before/after).
-# usage: selftests/shim/bench.sh [--quick] [micro|churn|heavy|sort|startup|build]...
+# Natively the shim writes into an emulated producer ring (KPPROF_TEST_RING=1,
+# drained into /dev/null by the producers); KPPROF_BENCH_TEST_RING=0 measures
+# a write(2) per record instead, the cost of the SUBMIT path.
+# usage: selftests/shim/bench.sh [--quick] [micro|churn|heavy|sort|startup|build|pring]...
 #   (sections: default all; bench.list runs them as separate programs, each
 #   within run-test-list's time limit under qemu)
 set -u
@@ -57,7 +60,7 @@ if [ "${1:-}" = --quick ]; then
 	quick=1
 	shift
 fi
-sections=" ${*:-micro churn heavy sort startup build} "
+sections=" ${*:-micro churn heavy sort startup build pring} "
 STARTN=${KPPROF_BENCH_STARTUP:-1000}
 BUILDS=${KPPROF_BENCH_BUILDS:-5}
 want() { [[ $sections == *" $1 "* ]]; }
@@ -112,7 +115,10 @@ shimmed() {
 			--mutex-fraction "$mtx" --dump /dev/null -- "$@"
 	else
 		mkcfg "$rate" "$blk" "$mtx" >"$tmp/cfg"
-		KPPROF_TEST_CONFIG=$tmp/cfg LD_PRELOAD=$lib "$@"
+		# the producer ring, emulated (user/shim/pring.c); =0: a
+		# write(2) per record, what SUBMIT costs the producer
+		KPPROF_TEST_RING=${KPPROF_BENCH_TEST_RING:-1} \
+			KPPROF_TEST_CONFIG=$tmp/cfg LD_PRELOAD=$lib "$@"
 	fi
 }
 
@@ -444,5 +450,32 @@ else
 	echo "build, make -j2 of user/kpprof, median of $BUILDS interleaved, wall: none $(med 1) s, shim in every process $(med 3) s (x$(ratio "$(med 3)" "$(med 1)"), target <= 1.01)"
 	echo "build, make -j2 of user/kpprof, median of $BUILDS interleaved, CPU: none $(med 2) s, shim in every process $(med 4) s (x$(ratio "$(med 4)" "$(med 2)"))"
 fi
+fi
+
+# Issue 16: the producer ring against a syscall per record, in the same run.
+# Natively: the emulated ring (KPPROF_TEST_RING=1) vs write(2) per record
+# (what SUBMIT costs the producer, the module's own work aside).  In the VM:
+# the module's producer ring; its SUBMIT fallback is what an ABI 2 shim paid
+# (selftests/kmod/kmod_bench measures records/s of both).
+if want pring && [ $module = 1 ]; then
+	echo "pring: measured natively (test mode); in the VM the shim always uses the module's ring: see the churn section, and selftests/kmod/kmod_bench for records/s, ring vs SUBMIT"
+elif want pring; then
+ringmode() { KPPROF_BENCH_TEST_RING=$1 shimmed "${@:2}"; }
+ringfp() { KPPROF_UNWIND=fp KPPROF_BENCH_TEST_RING=$1 shimmed "${@:2}"; }
+for key in churn_wall churn_cpu; do
+	read -r base ring sub < <(interleave $key plain "$w" bench-churn "$CHURN" 2 -- \
+		ringmode 1 524288 "$w" bench-churn "$CHURN" 2 -- \
+		ringmode 0 524288 "$w" bench-churn "$CHURN" 2)
+	need "pring churn $key" "$base" "$ring" "$sub" || continue
+	echo "pring churn 512 KiB, $key: none $base s, ring $ring s (x$(ratio "$ring" "$base"), target <= 1.10), a syscall per record $sub s (x$(ratio "$sub" "$base"))"
+done
+S=$((N / 100))
+for mode in 1 0; do
+	label="ring"
+	[ $mode = 0 ] && label="syscall per record"
+	paired "sampled malloc+free, 16 frames, fp, $label" alloc_at_depth_16 us - -- \
+		plain "$w" bench-sampled 16 $S -- \
+		ringfp $mode 1 "$w" bench-sampled 16 $S
+done
 fi
 exit $fail

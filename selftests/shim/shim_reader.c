@@ -23,6 +23,7 @@
  *   MUNMAP  tgid tid 0 start end
  *   COMM    tgid tid 0 reason
  *   NOTE    tgid tid 0 what value
+ *   LOST    tgid tid 0 full invalid resets
  *   CYCLE   ...
  *
  * Then on stderr: "shim_reader: status S records N accepted A rejected R
@@ -50,12 +51,12 @@
 #include <linux/types.h>
 #include "kpprof.h"
 
-static const char *const kinds[] = {
+static const char *const kinds[KPPROF_REC_KINDS] = {
 	[KPPROF_REC_ALLOC] = "ALLOC", [KPPROF_REC_FREE] = "FREE",
 	[KPPROF_REC_BLOCK] = "BLOCK", [KPPROF_REC_MUTEX] = "MUTEX",
 	[KPPROF_REC_MMAP] = "MMAP", [KPPROF_REC_MUNMAP] = "MUNMAP",
 	[KPPROF_REC_COMM] = "COMM", [KPPROF_REC_CYCLE] = "CYCLE",
-	[KPPROF_REC_NOTE] = "NOTE",
+	[KPPROF_REC_NOTE] = "NOTE", [KPPROF_REC_LOST] = "LOST",
 };
 
 struct ring {
@@ -127,6 +128,13 @@ static void print_record(FILE *out, const unsigned char *p, __u32 len)
 		const struct kpprof_rec_comm *r = (const void *)p;
 
 		fprintf(out, " %u %u %.16s", r->reason, r->ppid, r->comm);
+		break;
+	}
+	case KPPROF_REC_LOST: {
+		const struct kpprof_rec_lost *r = (const void *)p;
+
+		fprintf(out, " %llu %llu %llu", (unsigned long long)r->full,
+			(unsigned long long)r->invalid, (unsigned long long)r->resets);
 		break;
 	}
 	case KPPROF_REC_NOTE: {
@@ -255,7 +263,10 @@ int main(int argc, char **argv)
 	if (rb.prod == MAP_FAILED)
 		die("mmap ring");
 	rb.data = (const unsigned char *)rb.prod + page;
-	drain(&rb, fopen("/dev/null", "w"));	/* whatever came before us */
+	/* whatever came before us, producer rings (ours: a preloaded shim) too */
+	if (ioctl(rb.fd, KPPROF_IOC_DRAIN))
+		die("DRAIN");
+	drain(&rb, fopen("/dev/null", "w"));
 	memset(&st0, 0, sizeof(st0));
 	if (ioctl(rb.fd, KPPROF_IOC_GET_STATS, &st0))
 		die("GET_STATS");
@@ -315,8 +326,12 @@ int main(int argc, char **argv)
 	fprintf(stderr, "shim_reader: status %d records %lu accepted %llu rejected %llu dropped %llu\n",
 		WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), rb.records,
 		(unsigned long long)(st.accepted - st0.accepted),
-		(unsigned long long)(st.rejected - st0.rejected),
+		/* a producer ring's malformed records are rejections too, its
+		 * own full ring's drops are drops (ABI 3) */
+		(unsigned long long)(st.rejected - st0.rejected +
+				     st.pring_invalid - st0.pring_invalid),
 		(unsigned long long)(st.dropped[KPPROF_DROP_RING_FULL] - st0.dropped[KPPROF_DROP_RING_FULL] +
-				     st.dropped[KPPROF_DROP_SHARE] - st0.dropped[KPPROF_DROP_SHARE]));
+				     st.dropped[KPPROF_DROP_SHARE] - st0.dropped[KPPROF_DROP_SHARE] +
+				     st.pring_lost - st0.pring_lost));
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

@@ -1243,6 +1243,14 @@ int kpp_agg__add(struct kpp_agg *a, const struct kpp_rec *r)
 		p->seccomp_stopped = true;
 		p->seccomp_unsent = r->note.value;
 		return 0;
+	case KPPROF_REC_LOST:
+		a->st.lost_records += r->lost.full + r->lost.invalid;
+		a->st.lost_resets += r->lost.resets;
+		p = get_proc(a, r->tgid);
+		if (!p)
+			return -ENOMEM;
+		p->lost += r->lost.full + r->lost.invalid;
+		return 0;
 	case KPPROF_REC_CYCLE:
 	default:
 		return 0;

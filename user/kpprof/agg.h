@@ -91,6 +91,7 @@ struct kpp_proc {
 	/* Mappings beyond KPP_MAX_MAPS_PER_PROC (agg.c): refused, counted here. */
 	uint32_t maps_refused;
 	uint64_t seccomp_unsent;	/* the note's value: events not sent by then */
+	uint64_t lost;		/* KPPROF_REC_LOST: records its ring lost */
 	size_t nr_maps, cap_maps;
 	struct kpp_map *maps;
 	struct kpp_proc *hnext;
@@ -158,6 +159,8 @@ struct kpp_agg_stats {
 	uint64_t procs_dropped;		/* exited processes dropped (max_exited) */
 	uint64_t images_ended;		/* exec or pid reuse: the old image dropped */
 	uint64_t bad_records;		/* decoder refused (counted by caller) */
+	uint64_t lost_records;		/* KPPROF_REC_LOST: full + invalid */
+	uint64_t lost_resets;		/* KPPROF_REC_LOST: rings emptied */
 	uint64_t cycles_folded;
 	/*
 	 * Entries (buckets, live-table slots, processes) visited to drop

@@ -65,6 +65,7 @@ static const char *const slot_names[KPPROF_REC_KINDS][F_COUNT] = {
 	[KPPROF_REC_COMM] = { HDR, [F_A] = "reason", [F_B] = "ppid", [F_TAIL] = "comm" },
 	[KPPROF_REC_CYCLE] = { HDR, [F_A] = "reason" },
 	[KPPROF_REC_NOTE] = { HDR, [F_A] = "what", [F_B] = "value" },
+	[KPPROF_REC_LOST] = { HDR, [F_A] = "full", [F_B] = "invalid", [F_C] = "resets" },
 #undef HDR
 };
 
@@ -309,6 +310,11 @@ int kpp_decoder__decode(const struct kpp_decoder *d, const void *data,
 	case KPPROF_REC_NOTE:
 		r->note.what = rd(p, &kl->f[F_A]);
 		r->note.value = rd(p, &kl->f[F_B]);
+		break;
+	case KPPROF_REC_LOST:
+		r->lost.full = rd(p, &kl->f[F_A]);
+		r->lost.invalid = rd(p, &kl->f[F_B]);
+		r->lost.resets = rd(p, &kl->f[F_C]);
 		break;
 	}
 	return 0;

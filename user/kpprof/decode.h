@@ -42,6 +42,9 @@ struct kpp_rec {
 			uint32_t what;
 			uint64_t value;
 		} note;
+		struct {		/* LOST: a producer ring's losses */
+			uint64_t full, invalid, resets;
+		} lost;
 	};
 	const void *pcs;		/* nr_pcs __u64, maybe unaligned */
 };

@@ -137,13 +137,14 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 	snprintf(buf, len,
 		 "kpprof: ring drops %llu (full) %llu (disabled) %llu (share), bad records %llu, "
 		 "over caps: buckets %llu stacks %llu live %llu, unknown frees %llu, "
-		 "processes dropped %llu",
+		 "processes dropped %llu, producer rings lost %llu (emptied %llu)",
 		 (unsigned long long)d[KPPROF_DROP_RING_FULL],
 		 (unsigned long long)d[KPPROF_DROP_DISABLED],
 		 (unsigned long long)d[KPPROF_DROP_SHARE],
 		 (unsigned long long)a->bad_records, (unsigned long long)a->over_buckets,
 		 (unsigned long long)a->over_stacks, (unsigned long long)a->over_live,
-		 (unsigned long long)a->unknown_frees, (unsigned long long)a->procs_dropped);
+		 (unsigned long long)a->unknown_frees, (unsigned long long)a->procs_dropped,
+		 (unsigned long long)a->lost_records, (unsigned long long)a->lost_resets);
 	/* What the symbolizer refused a producer (symbolize.h has the caps). */
 	if (s->sym)
 		kpp_symbolizer__stats(s->sym, &y);
@@ -166,7 +167,7 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 
 	/* Unknown frees are normal (allocations sampled before we attached). */
 	return d[KPPROF_DROP_RING_FULL] || d[KPPROF_DROP_SHARE] ||
-	       a->bad_records || a->over_buckets ||
+	       a->bad_records || a->over_buckets || a->lost_records || a->lost_resets ||
 	       a->over_stacks || a->over_live || y.objects_refused || y.mappings_refused ||
 	       maps_refused || refused;
 }

@@ -56,6 +56,15 @@ int stat_main(int argc, char *argv[])
 	       (unsigned long long)(st.prod_pos - st.cons_pos), (unsigned long long)st.prod_pos,
 	       (unsigned long long)st.cons_pos);
 	printf("wakeups           %llu\n", (unsigned long long)st.wakeups);
+	printf("producer rings    %u of %llu bytes (at most %llu bytes in all)\n", st.pring_count,
+	       (unsigned long long)info.pring_size, (unsigned long long)info.pring_total_max);
+	printf("ring drained      %llu records\n", (unsigned long long)st.pring_drained);
+	printf("ring lost full    %llu (producers' own rings full)\n",
+	       (unsigned long long)st.pring_lost);
+	printf("ring invalid      %llu (malformed records and ring resets)\n",
+	       (unsigned long long)st.pring_invalid);
+	printf("ring refused      %llu (pring_total_max reached: SUBMIT instead)\n",
+	       (unsigned long long)st.pring_refused);
 	kpp_config__print(stdout, &c);
 	/* coll-state: the running collector's own counters (refusals by reason). */
 	kpp_collector_stats__print(stdout);

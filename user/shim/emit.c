@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Building and submitting records: exactly one syscall per record,
+ * Building and submitting records: into the process's producer ring, no
+ * syscall (pring.c), once it has one (from its first sample on); before
+ * that (COMM records) and when no ring can be had, one syscall per record,
  * ioctl(fd, KPPROF_IOC_SUBMIT, rec), laid out as ioctl/kpprof.h says,
  * kernel-owned header fields zero, size a multiple of 8.  A full ring
  * (ENOBUFS) is counted and forgotten: never retried, never waited for.
@@ -34,6 +36,13 @@ int kpp_submit(const void *rec, size_t size)
 	ssize_t n;
 	int r;
 
+	r = kpp_pring_submit(rec, size);
+	if (likely(r >= 0)) {
+		if (!r)
+			return 0;
+		errno = r;
+		return -1;
+	}
 	if (unlikely(kpp.test_sink)) {
 		/* syscall(2), not write(2): no cancellation point in malloc. */
 		do
@@ -194,6 +203,7 @@ int kpp_emit(const void *rec, size_t size)
 				  strerror(errno));
 	}
 out:
+	kpp_pring_close_fd_when_alone();
 	t->emitting--;
 	atomic_fetch_sub(&kpp.emitters, 1);
 	errno = saved;

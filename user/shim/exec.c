@@ -71,6 +71,7 @@ static bool before_exec(void)
 		sent = atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed);
 		if (sent) {
 			kpp_emit_comm(KPPROF_COMM_EXEC);
+			kpp_pring_flush();
 			ended = atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed) != sent;
 		}
 	}

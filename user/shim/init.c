@@ -168,12 +168,22 @@ bool kpp_foreign_process(void)
  * Only async-signal-safe calls (an atfork child handler's rule).
  * @threaded: other threads may have run in the parent (stack.c).
  */
+static int reopen_device(void);
+
 static void new_process(bool threaded)
 {
 	struct kpp_thread *t = &kpp_thread;
 	const volatile int *a = atomic_load(&kpp.alive);
 
 	kpp.pid = getpid();
+	/*
+	 * No producer ring here (VM_DONTCOPY): the next sample maps the
+	 * child's own.  A parent that had one closed its descriptor: the
+	 * child opens one for its COMM records until then.
+	 */
+	kpp_pring_forget();
+	if (kpp.fd < 0)
+		kpp.fd = reopen_device();
 	/* This thread's own interrupted path (a fork from a handler) resumes
 	 * here and keeps its guard; the other threads are not here. */
 	atomic_store(&kpp.samplers, 0);
@@ -258,6 +268,21 @@ static int high_fd(int fd)
 }
 
 /*
+ * reopen_device - a fork child whose parent had closed its descriptor (it
+ * had a producer ring): one for the child's COMM records.  Async-signal-
+ * safe calls only (new_process() runs in the atfork child handler).
+ */
+static int reopen_device(void)
+{
+	int fd;
+
+	if (kpp.test_sink)
+		return -1;
+	fd = open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	return fd < 0 ? fd : high_fd(fd);
+}
+
+/*
  * open_test_config - KPPROF_TEST_CONFIG=FILE, a test and benchmark knob
  * for machines without the module: the config page is read from FILE (a
  * regular file holding a struct kpprof_config_page) and records are
@@ -304,7 +329,7 @@ static const void *open_test_config(const char *path, long pagesz, int *fd)
 static int open_device(void)
 {
 	long pagesz = sysconf(_SC_PAGESIZE);
-	const char *test = getenv("KPPROF_TEST_CONFIG");
+	const char *test = getenv("KPPROF_TEST_CONFIG"), *s;
 	struct stat st;
 	const void *page;
 	int fd;
@@ -318,6 +343,8 @@ static int open_device(void)
 			return -1;
 		fd = high_fd(fd);
 		kpp.test_sink = 1;
+		s = getenv("KPPROF_TEST_RING");
+		kpp.test_ring = s && *s == '1';
 		goto check_abi;
 	}
 	/*
@@ -443,6 +470,10 @@ static void kpp_fini(void)
 	for (int i = 0; i < 10000 && atomic_load(&kpp.samplers) > (t->guard ? 1 : 0); i++)
 		sched_yield();
 	kpp_emit_comm(KPPROF_COMM_EXIT);
+	kpp_pring_flush();
+	kpp_debug("producer ring %s, SUBMIT fallbacks %llu",
+		  kpp_pring_mapped() ? "mapped" : "not mapped",
+		  (unsigned long long)kpp.pring_fallback);
 	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu, not sent (stopped) %llu, in sampling paths %d, frees held %llu, lost %llu, objects unsent %llu, samples abandoned %llu, seccomp waits cut %llu",
 		  (unsigned long long)kpp.writes_ok, (unsigned long long)kpp.writes_dropped,
 		  (unsigned long long)kpp.writes_failed, (unsigned long long)kpp.table_full,

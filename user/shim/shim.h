@@ -147,6 +147,7 @@ extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
 struct kpp_global {
 	int fd;				/* /dev/kpprof, -1: pass-through */
 	int test_sink;			/* KPPROF_TEST_CONFIG: write(2) to fd */
+	int test_ring;			/* ... KPPROF_TEST_RING=1: emulated ring (pring.c) */
 	const volatile struct kpprof_config_page *page;
 	int unwind_libunwind;		/* KPPROF_UNWIND: 1 DWARF (libgcc), 0 fp */
 	int debug;			/* KPPROF_DEBUG=1 */
@@ -169,6 +170,7 @@ struct kpp_global {
 	_Atomic uint64_t seccomp_unwaited; /* filters installed beside a sample */
 	_Atomic uint64_t abandoned;	/* samples a signal handler jumped out of */
 	_Atomic uint64_t maps_unsent;	/* objects whose MMAP could not be sent */
+	_Atomic uint64_t pring_fallback; /* no producer ring: SUBMIT per record */
 	int pid;			/* this process (init.c: new-process checks) */
 	const volatile int *_Atomic alive; /* 1 on a MADV_WIPEONFORK page */
 	int fork_threaded;		/* fork_prepare: other threads had run */
@@ -309,8 +311,21 @@ uint64_t kpp_stackpool_skipped(void) KPP_HIDDEN;
  * stopped (kpp.stopped) it only counts the record in kpp.unsent.
  */
 int kpp_emit(const void *rec, size_t size) KPP_HIDDEN;	/* 0 or an errno */
-/* kpp_submit - the one syscall behind kpp_emit: 0 or -1 with errno. */
+/* kpp_submit - the ring write, or the syscall, behind kpp_emit: 0 or -1 with errno. */
 int kpp_submit(const void *rec, size_t size) KPP_HIDDEN;
+/*
+ * pring.c, the producer ring.  kpp_pring_submit: 0, ENOBUFS (ring full,
+ * counted in the ring), or -1: no ring (yet, or ever): use SUBMIT.
+ */
+int kpp_pring_submit(const void *rec, size_t size) KPP_HIDDEN;
+/* close the start-up descriptor once the ring is mapped and no other
+ * thread is inside kpp_emit() (called by kpp_emit()) */
+void kpp_pring_close_fd_when_alone(void) KPP_HIDDEN;
+bool kpp_pring_mapped(void) KPP_HIDDEN;
+/* a new child: no ring here */
+void kpp_pring_forget(void) KPP_HIDDEN;
+/* test mode: drain the emulated ring into the sink now (exec, exit) */
+void kpp_pring_flush(void) KPP_HIDDEN;
 void kpp_emit_comm(__u32 reason) KPP_HIDDEN;
 /* kpp_emit_alloc - false if no ALLOC went in (no stack, ring full, stopped). */
 bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,

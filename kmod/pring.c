@@ -1,0 +1,558 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Producer rings: a record costs its producer no syscall.  Each open file
+ * may map a ring of its own (ioctl/kpprof.h, "The producer ring"); the
+ * producer's threads reserve entries with a compare-and-swap on the head
+ * and commit them with a store-release of the length, as the BPF ring
+ * buffer does, and the kernel drains the rings into the consumer's ring in
+ * the consumer's context.
+ *
+ * Memory: the header page and the data pages, the data mapped twice in a
+ * row (as in ring.c), so a record that wraps the end reads contiguously in
+ * the kernel's vmap and in the producer's mapping alike.  The pages are
+ * charged to the mapper's memory cgroup (GFP_KERNEL_ACCOUNT), and all
+ * rings together are bounded by the pring_total_max module parameter.
+ *
+ * Trust: the producer writes the whole mapping whenever it likes.  The
+ * drain keeps its own tail, reads the head and each entry's length once,
+ * copies each record into kpp_dev.drain_buf before looking at it, then
+ * validates the copy as SUBMIT does (kpp_record_validate()) and stamps it
+ * with the identity taken at mmap time.  A head or length it cannot
+ * believe empties the ring (@resets); a malformed record is skipped
+ * (@invalid).  Both are that producer's losses only, reported in band.
+ *
+ * Every drained byte is zeroed before the tail moves past it: an entry a
+ * producer has reserved but not yet started to write reads as length 0,
+ * which the drain treats as not committed.
+ *
+ * Locking: kpp_dev.prings_lock, a mutex, guards the list, the bounce
+ * buffer and every ring's drain state; the drain copies and validates
+ * under it, and takes the consumer ring's lock only inside
+ * kpp_ring_offer(), for the usual O(1) reservation.  A file's ring is
+ * created under its kpp_file.lock (then prings_lock, to link it) and freed
+ * at the file's release, after a last drain, under prings_lock: a drain
+ * never sees a ring being freed.  A ring whose last records the consumer's
+ * ring could not take at the release (full, or its uid over its share)
+ * becomes an orphan: it stays on the list, with its pages counted against
+ * pring_total_max, and the drain frees it once it is empty, so a process's
+ * last records are not lost because it exited while the collector lagged.
+ *
+ * Fairness: rings are drained round-robin, KPP_PRING_BUDGET records each
+ * per pass, and the list is rotated after every drain, so a producer with
+ * a backlog delays nobody else's records; a record the consumer's ring
+ * refuses stays in its producer's ring (for a full consumer ring the
+ * drain stops; for a uid over its share, only that ring is skipped).
+ */
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/vmalloc.h>
+#include <linux/pid.h>
+#include <linux/cred.h>
+#include <linux/jiffies.h>
+#include "kpp.h"
+#include "compat.h"
+
+/* Records one ring may give per pass of a drain, and passes per drain. */
+#define KPP_PRING_BUDGET	32
+#define KPP_PRING_PASSES	64
+
+static u64 kpp_pring_bytes(u64 size)
+{
+	return size + PAGE_SIZE;
+}
+
+static void kpp_pring_free(struct kpp_pring *p)
+{
+	int i;
+
+	if (p->area)
+		vunmap(p->area);
+	for (i = 0; i < p->nr_pages; i++)
+		__free_page(p->pages[i]);
+	kvfree(p->pages);
+	put_pid(p->pid);
+	if (p->mm)
+		mmdrop(p->mm);
+	kfree(p);
+}
+
+static struct kpp_pring *kpp_pring_alloc(u64 size)
+{
+	const gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL |
+			  __GFP_NOWARN | __GFP_ZERO;
+	int nr_data = size >> PAGE_SHIFT;
+	int nr_pages = 1 + nr_data, nr_mapped = 1 + 2 * nr_data;
+	struct kpp_pring *p;
+	int i;
+
+	p = kzalloc(sizeof(*p), GFP_KERNEL_ACCOUNT);
+	if (!p)
+		return NULL;
+	p->pages = kvcalloc(nr_mapped, sizeof(*p->pages), GFP_KERNEL_ACCOUNT);
+	if (!p->pages)
+		goto err;
+	for (i = 0; i < nr_pages; i++) {
+		p->pages[i] = alloc_page(gfp);
+		if (!p->pages[i])
+			goto err;
+		p->nr_pages = i + 1;
+		if (i >= 1)
+			p->pages[nr_data + i] = p->pages[i];
+	}
+	p->area = vmap(p->pages, nr_mapped, VM_MAP | VM_USERMAP, PAGE_KERNEL);
+	if (!p->area)
+		goto err;
+	p->hdr = p->area;
+	p->data = p->area + PAGE_SIZE;
+	p->size = size;
+	p->mask = size - 1;
+	p->hdr->size = size;
+	p->hdr->data_off = PAGE_SIZE;
+	return p;
+
+err:
+	kpp_pring_free(p);
+	return NULL;
+}
+
+/*
+ * kpp_pring_create - a ring for the calling process, within the global
+ * cap, stamped with its identity now (ioctl/kpprof.h, "Identity").
+ */
+static struct kpp_pring *kpp_pring_create(void)
+{
+	u64 bytes = kpp_pring_bytes(kpp_dev.pring_size);
+	struct kpp_pring *p;
+
+	if (atomic64_add_return(bytes, &kpp_dev.pring_total) >
+	    kpp_dev.pring_total_max) {
+		atomic64_sub(bytes, &kpp_dev.pring_total);
+		atomic64_inc(&kpp_dev.pring_refused);
+		return ERR_PTR(-ENOMEM);
+	}
+	p = kpp_pring_alloc(kpp_dev.pring_size);
+	if (!p) {
+		atomic64_sub(bytes, &kpp_dev.pring_total);
+		return ERR_PTR(-ENOMEM);
+	}
+	p->tgid = task_tgid_nr(current);
+	p->uid = from_kuid_munged(&init_user_ns, current_uid());
+	p->charge = kpp_charge_uid(current_cred());
+	p->task_size = TASK_SIZE;
+	p->pid = get_task_pid(current, PIDTYPE_TGID);
+	get_task_comm(p->comm, current);
+	mmgrab(current->mm);
+	p->mm = current->mm;
+
+	mutex_lock(&kpp_dev.prings_lock);
+	list_add_tail(&p->node, &kpp_dev.prings);
+	mutex_unlock(&kpp_dev.prings_lock);
+	atomic_inc(&kpp_dev.pring_count);
+	return p;
+}
+
+/**
+ * kpp_pring_mmap - map @file's producer ring, creating it on first use
+ * @kf:   the file's state.
+ * @file: the file (a producer may only map a file it may submit with).
+ * @vma:  exactly info.pring_map_len bytes, shared, not executable.
+ *
+ * Return: 0, -EACCES (not opened for writing), -EPERM (no producer
+ * permission, or PROT_EXEC), -EINVAL (geometry), -EBUSY (another process
+ * mapped this file's ring), -ENOMEM (pring_total_max reached, counted).
+ */
+int kpp_pring_mmap(struct kpp_file *kf, struct file *file,
+		   struct vm_area_struct *vma)
+{
+	struct kpp_pring *p;
+	int err;
+
+	if (!(file->f_mode & FMODE_WRITE))
+		return -EACCES;
+	if (!kf->producer)
+		return -EPERM;
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	if (vma->vm_end - vma->vm_start != PAGE_SIZE + 2 * kpp_dev.pring_size)
+		return -EINVAL;
+
+	mutex_lock(&kf->lock);
+	p = kf->pring;
+	if (p && p->mm != current->mm) {
+		err = -EBUSY;
+		goto out;
+	}
+	if (!p) {
+		p = kpp_pring_create();
+		if (IS_ERR(p)) {
+			err = PTR_ERR(p);
+			goto out;
+		}
+		kf->pring = p;
+	}
+	/*
+	 * As the consumer's mappings (ring.c): never inherited (a child
+	 * writing into its parent's ring would write as the parent), not
+	 * growable, not in core dumps, never executable; VM_IO so that
+	 * MADV_DOFORK cannot undo VM_DONTCOPY and no pin outlives the file.
+	 */
+	kpp_vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP | VM_IO);
+	kpp_vm_flags_clear(vma, VM_MAYEXEC);
+	err = remap_vmalloc_range(vma, p->area, 0);
+out:
+	mutex_unlock(&kf->lock);
+	return err;
+}
+
+/*
+ * kpp_pring_reset - the head or an entry cannot be believed: empty the
+ * ring (its records are lost, counted as one reset) and go on from @head.
+ * A head that stays bad is counted once.
+ */
+static void kpp_pring_reset(struct kpp_pring *p, u64 head)
+{
+	if (p->tail == round_down(head, 8))
+		return;
+	p->resets++;
+	atomic64_inc(&kpp_dev.pring_invalid);
+	memset(p->data, 0, p->size);
+	p->tail = round_down(head, 8);
+}
+
+/* kpp_pring_fill_comm - a COMM record's ppid and comm, from the mapper */
+static void kpp_pring_fill_comm(struct kpp_pring *p, struct kpprof_rec_comm *r)
+{
+	struct task_struct *t;
+
+	BUILD_BUG_ON(sizeof(r->comm) != TASK_COMM_LEN);
+	rcu_read_lock();
+	t = pid_task(p->pid, PIDTYPE_TGID);
+	if (t) {
+		r->ppid = task_tgid_nr(rcu_dereference(t->real_parent));
+		get_task_comm(r->comm, t);
+	} else {
+		memcpy(r->comm, p->comm, sizeof(r->comm));
+	}
+	rcu_read_unlock();
+}
+
+static void kpp_pring_stamp(struct kpp_pring *p, struct kpp_stamp *st)
+{
+	st->tgid = p->tgid;
+	st->tid = 0;
+	st->uid = p->uid;
+	st->charge = p->charge;
+}
+
+/*
+ * kpp_pring_take - copy one committed record of @len bytes out of the
+ * ring, validate it and offer it to the consumer's ring.
+ *
+ * Return: 0 when the record is done with (taken, invalid: counted, or
+ * disabled: counted as SUBMIT counts it), -EAGAIN when the consumer's ring
+ * refused it: it stays; *@full is set if that ring is full.
+ */
+static int kpp_pring_take(struct kpp_pring *p, const void *src, u32 len,
+			  bool *full)
+{
+	struct kpp_ring *rb = &kpp_dev.ring;
+	struct kpprof_record *rec = kpp_dev.drain_buf;
+	struct kpp_stamp st;
+	int drop;
+	u32 flag;
+
+	/* one copy: whatever the producer writes after it changes nothing */
+	memcpy(rec, src, len);
+	if (kpp_record_validate(rec, len, kpp_config_max_depth(&kpp_dev.config),
+				p->task_size)) {
+		p->invalid++;
+		atomic64_inc(&kpp_dev.pring_invalid);
+		return 0;
+	}
+	flag = kpp_record_flag(rec->kind);
+	if (flag && !(kpp_config_flags(&kpp_dev.config) & flag)) {
+		atomic64_inc(&rb->dropped[KPPROF_DROP_DISABLED]);
+		return 0;
+	}
+	if (rec->kind == KPPROF_REC_COMM)
+		kpp_pring_fill_comm(p, (struct kpprof_rec_comm *)rec);
+	kpp_pring_stamp(p, &st);
+	if (kpp_ring_offer(rb, rec, len, &st, &drop)) {
+		if (drop == KPPROF_DROP_RING_FULL)
+			*full = true;
+		return -EAGAIN;
+	}
+	atomic64_inc(&kpp_dev.pring_drained);
+	return 0;
+}
+
+/*
+ * kpp_pring_report_lost - a KPPROF_REC_LOST record if this ring's loss
+ * counts moved since the last one; if the consumer's ring refuses it, the
+ * counts stay unreported and go in the next one.
+ */
+static void kpp_pring_report_lost(struct kpp_pring *p, bool *full)
+{
+	struct kpprof_rec_lost *r = kpp_dev.drain_buf;
+	u64 cur[KPPROF_LOST_KINDS], sum = 0;
+	struct kpp_stamp st;
+	int i, drop;
+
+	for (i = 0; i < KPPROF_LOST_KINDS; i++) {
+		cur[i] = READ_ONCE(p->hdr->lost[i]);
+		sum += cur[i] - p->lost_seen[i];
+	}
+	if (!sum && p->invalid == p->invalid_seen && p->resets == p->resets_seen)
+		return;
+
+	memset(r, 0, sizeof(*r));
+	r->hdr.kind = KPPROF_REC_LOST;
+	r->hdr.size = sizeof(*r);
+	r->full = sum;
+	r->invalid = p->invalid - p->invalid_seen;
+	r->resets = p->resets - p->resets_seen;
+	for (i = 0; i < KPPROF_LOST_KINDS; i++)
+		r->by_kind[i] = cur[i] - p->lost_seen[i];
+	kpp_pring_stamp(p, &st);
+	if (kpp_ring_offer(&kpp_dev.ring, r, sizeof(*r), &st, &drop)) {
+		if (drop == KPPROF_DROP_RING_FULL)
+			*full = true;
+		return;
+	}
+	memcpy(p->lost_seen, cur, sizeof(cur));
+	p->invalid_seen = p->invalid;
+	p->resets_seen = p->resets;
+	atomic64_add(sum, &kpp_dev.pring_lost);
+}
+
+/*
+ * kpp_pring_drain_one - move up to @budget committed records of @p into
+ * the consumer's ring, in ring order.  Under prings_lock.
+ *
+ * Return: entries consumed; *@full is set if the consumer's ring is full.
+ */
+static int kpp_pring_drain_one(struct kpp_pring *p, int budget, bool *full)
+{
+	struct kpprof_ring_hdr *e;
+	u64 head, total;
+	u32 word, len;
+	int n = 0;
+
+	lockdep_assert_held(&kpp_dev.prings_lock);
+	p->refused = false;
+	p->more = false;
+	/* pairs with the producers' compare-and-swap of head */
+	head = smp_load_acquire(&p->hdr->head);
+	if (head - p->tail > p->size || (head & 7)) {
+		kpp_pring_reset(p, head);
+		goto out;
+	}
+	while (p->tail != head && n < budget) {
+		e = (struct kpprof_ring_hdr *)(p->data + (p->tail & p->mask));
+		/* pairs with the producer's store-release of the length */
+		word = smp_load_acquire(&e->len);
+		if (!word || (word & KPPROF_RING_BUSY))
+			break;	/* reserved, not committed yet */
+		len = word & KPPROF_RING_LEN_MASK;
+		total = round_up(sizeof(*e) + len, 8);
+		if (len < sizeof(struct kpprof_record) ||
+		    len > KPP_RECORD_SIZE_MAX || total > head - p->tail) {
+			kpp_pring_reset(p, head);
+			break;
+		}
+		if (!(word & KPPROF_RING_DISCARD) &&
+		    kpp_pring_take(p, e + 1, len, full)) {
+			p->refused = true;
+			break;
+		}
+		memset(e, 0, total);
+		p->tail += total;
+		if (!(++n % 64))
+			cond_resched();
+	}
+	p->more = n == budget && p->tail != head;
+	/* the zeroes before the room: pairs with the producers' load-acquire */
+	smp_store_release(&p->hdr->tail, p->tail);
+out:
+	kpp_pring_report_lost(p, full);
+	return n;
+}
+
+/**
+ * kpp_pring_kick - KPPROF_IOC_KICK: drain the caller's own rings, a ring's
+ * worth of records at most each (the walk is over every ring, under the
+ * mutex: a kick is rate-limited by its producer, once per drain it saw).
+ */
+void kpp_pring_kick(void)
+{
+	struct kpp_pring *p;
+	bool full = false;
+
+	mutex_lock(&kpp_dev.prings_lock);
+	list_for_each_entry(p, &kpp_dev.prings, node) {
+		if (p->mm != current->mm || p->orphan)
+			continue;
+		kpp_pring_drain_one(p, p->size / KPP_SMALL_RECORD_MAX, &full);
+		if (full)
+			break;
+	}
+	mutex_unlock(&kpp_dev.prings_lock);
+}
+
+/*
+ * kpp_pring_settled - nothing more will come out of this orphan: empty,
+ * or what is left was reserved and never committed by a producer that is
+ * gone, and its losses are reported.
+ */
+static bool kpp_pring_settled(struct kpp_pring *p)
+{
+	u64 sum = 0;
+	int i;
+
+	for (i = 0; i < KPPROF_LOST_KINDS; i++)
+		sum += READ_ONCE(p->hdr->lost[i]) - p->lost_seen[i];
+	return !p->refused && !p->more && !sum &&
+	       p->invalid == p->invalid_seen && p->resets == p->resets_seen;
+}
+
+/* kpp_pring_unlink_free - off the list and freed; under prings_lock */
+static void kpp_pring_unlink_free(struct kpp_pring *p)
+{
+	lockdep_assert_held(&kpp_dev.prings_lock);
+	list_del(&p->node);
+	atomic_dec(&kpp_dev.pring_count);
+	atomic64_sub(kpp_pring_bytes(p->size), &kpp_dev.pring_total);
+	kpp_pring_free(p);
+}
+
+/**
+ * kpp_pring_drain_all - drain every producer ring, round-robin, as far as
+ * the consumer's ring has room.  In the consumer's context (poll, the
+ * drain ioctl, the cycle and drain work items); sleeps.
+ */
+void kpp_pring_drain_all(void)
+{
+	struct kpp_pring *p, *n;
+	bool any, full = false;
+	int pass;
+
+	mutex_lock(&kpp_dev.prings_lock);
+	for (pass = 0; pass < KPP_PRING_PASSES && !full; pass++) {
+		any = false;
+		list_for_each_entry_safe(p, n, &kpp_dev.prings, node) {
+			if (kpp_pring_drain_one(p, KPP_PRING_BUDGET, &full))
+				any = true;
+			if (p->orphan && kpp_pring_settled(p))
+				kpp_pring_unlink_free(p);
+			if (full)
+				break;
+		}
+		if (!any)
+			break;
+		cond_resched();
+	}
+	/* the next drain starts one ring further */
+	if (!list_empty(&kpp_dev.prings))
+		list_rotate_left(&kpp_dev.prings);
+	mutex_unlock(&kpp_dev.prings_lock);
+}
+
+/**
+ * kpp_pring_release - the file is closed for the last time (every mapping
+ * is gone: its process exited, or unmapped it): drain what it committed;
+ * what the consumer's ring cannot take now stays, in an orphan ring that
+ * later drains deliver and free.
+ * @kf: the file's state.
+ */
+void kpp_pring_release(struct kpp_file *kf)
+{
+	struct kpp_pring *p = kf->pring;
+	bool full = false;
+
+	if (!p)
+		return;
+	kf->pring = NULL;
+	mutex_lock(&kpp_dev.prings_lock);
+	kpp_pring_drain_one(p, INT_MAX, &full);
+	if (kpp_pring_settled(p)) {
+		kpp_pring_unlink_free(p);
+	} else {
+		/* nobody maps it any more: the mm need not be kept */
+		mmdrop(p->mm);
+		p->mm = NULL;
+		p->orphan = true;
+	}
+	mutex_unlock(&kpp_dev.prings_lock);
+}
+
+static void kpp_pring_drain_fn(struct work_struct *work)
+{
+	kpp_pring_drain_all();
+	/* kpp_pring_drain_stop() cancels us synchronously */
+	if (READ_ONCE(kpp_dev.drain_on))
+		schedule_delayed_work(&kpp_dev.drain_work,
+				      msecs_to_jiffies(kpp_dev.drain_period_ms));
+}
+
+/* kpp_pring_drain_start - a consumer attached (under consumer_lock) */
+void kpp_pring_drain_start(void)
+{
+	if (!kpp_dev.drain_period_ms)
+		return;
+	WRITE_ONCE(kpp_dev.drain_on, true);
+	mod_delayed_work(system_wq, &kpp_dev.drain_work,
+			 msecs_to_jiffies(kpp_dev.drain_period_ms));
+}
+
+/* kpp_pring_drain_stop - the consumer left (under consumer_lock) */
+void kpp_pring_drain_stop(void)
+{
+	WRITE_ONCE(kpp_dev.drain_on, false);
+	cancel_delayed_work_sync(&kpp_dev.drain_work);
+}
+
+/**
+ * kpp_pring_init - the module's producer ring state
+ * @size:      pring_size: a power of two in [KPP_PRING_SIZE_MIN,
+ *             KPP_PRING_SIZE_MAX].
+ * @total_max: pring_total_max, bytes.
+ * @period_ms: drain_period_ms; 0: no periodic drain.
+ *
+ * Return: 0, -EINVAL or -ENOMEM.
+ */
+int kpp_pring_init(u64 size, u64 total_max, unsigned int period_ms)
+{
+	if (!is_power_of_2(size) || size < KPP_PRING_SIZE_MIN ||
+	    size > KPP_PRING_SIZE_MAX || size < 2 * KPP_RECORD_SIZE_MAX)
+		return -EINVAL;
+	kpp_dev.drain_buf = kmalloc(KPP_RECORD_SIZE_MAX, GFP_KERNEL);
+	if (!kpp_dev.drain_buf)
+		return -ENOMEM;
+	mutex_init(&kpp_dev.prings_lock);
+	INIT_LIST_HEAD(&kpp_dev.prings);
+	kpp_dev.pring_size = size;
+	kpp_dev.pring_total_max = total_max;
+	kpp_dev.drain_period_ms = period_ms;
+	INIT_DELAYED_WORK(&kpp_dev.drain_work, kpp_pring_drain_fn);
+	return 0;
+}
+
+/*
+ * kpp_pring_exit - no file is open any more: only orphans are left (no
+ * consumer came for their records since their processes exited).
+ */
+void kpp_pring_exit(void)
+{
+	struct kpp_pring *p, *n;
+
+	cancel_delayed_work_sync(&kpp_dev.drain_work);
+	mutex_lock(&kpp_dev.prings_lock);
+	list_for_each_entry_safe(p, n, &kpp_dev.prings, node) {
+		WARN_ON_ONCE(!p->orphan);
+		kpp_pring_unlink_free(p);
+	}
+	mutex_unlock(&kpp_dev.prings_lock);
+	kfree(kpp_dev.drain_buf);
+}

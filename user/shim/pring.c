@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The producer ring (ABI 3, ioctl/kpprof.h "The producer ring"): a record
+ * costs no syscall.  At the first record that is not a COMM (so at the
+ * first sample: most processes never sample and never pay for a ring),
+ * the shim opens /dev/kpprof once more, maps that file's ring and closes
+ * the descriptor: the mapping keeps the file alive, and the program never
+ * sees a descriptor of ours (the one kept for COMM records since start-up
+ * is closed too, once no thread can still be using it: close_fd_when_alone).
+ *
+ * Writing: reserve with a compare-and-swap on head, write the entry,
+ * commit with a store-release of its length: no lock, nothing another
+ * thread waits for.  A full ring drops the record and counts it in the
+ * ring's own lost[kind], which the kernel reports to the collector in
+ * band; the caller sees ENOBUFS, as from SUBMIT, so held frees (emit.c)
+ * keep working with "ring full" as the refusal.
+ *
+ * The kernel drains the ring in the consumer's context and at the file's
+ * last close (process exit); a ring past half full kicks it (kick()): one
+ * open, ioctl and close per half ring of records at most.  The mapping is VM_DONTCOPY: a fork child has
+ * no ring (new_process() forgets ours) and maps its own at its first
+ * sample.  If the ring cannot be had (an ABI 2 module cannot be here: the
+ * ABI check passed; the global cap on ring memory, ENOMEM), records keep
+ * going through KPPROF_IOC_SUBMIT on the start-up descriptor, counted in
+ * kpp.pring_fallback.
+ *
+ * Test mode (KPPROF_TEST_CONFIG) with KPPROF_TEST_RING=1: the same ring,
+ * anonymous (a memfd mapped as the module maps it: header page, data twice,
+ * not inherited by children), drained by whichever producer thread finds
+ * it half full or 10 ms after the last drain (and at exec and exit) into
+ * the sink with one writev(2) per batch: the benchmarks measure what a
+ * record costs its producer with the ring, plus a drain the module would
+ * do in the consumer.  Without KPPROF_TEST_RING, test mode writes each
+ * record to the sink (the tests read the sink while the process runs).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include "shim.h"
+
+enum { PR_NONE, PR_SETUP, PR_MAPPED, PR_FAILED };
+
+#define TEST_RING_SIZE		(64 * 1024)
+#define TEST_DRAIN_NS		10000000ULL
+#define TEST_DRAIN_BATCH	64
+
+static struct {
+	struct kpprof_pring_hdr *hdr;
+	unsigned char *data;
+	uint64_t size, mask;
+	size_t map_len;
+} pr;
+static _Atomic int pr_state;
+static _Atomic int fd_close_pending;
+static _Atomic int test_draining;
+static _Atomic uint64_t test_last_drain;
+static _Atomic uint64_t kicked_tail = UINT64_MAX;
+
+/*
+ * kick - the ring is half full: ask the module to drain it now
+ * (KPPROF_IOC_KICK on a descriptor opened for the purpose and closed at
+ * once) rather than lose a burst waiting for the periodic drain.  Once per
+ * tail position: while the drain cannot move the tail (the consumer's ring
+ * is full) nobody kicks again, so a stuck consumer never turns the ring
+ * back into a syscall per record.
+ */
+static bool kick(uint64_t tail)
+{
+	uint64_t k = atomic_load_explicit(&kicked_tail, memory_order_relaxed);
+	int fd, r;
+
+	if (k == tail || !atomic_compare_exchange_strong(&kicked_tail, &k, tail))
+		return false;
+	fd = open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	r = ioctl(fd, KPPROF_IOC_KICK);
+	close(fd);
+	return r == 0;
+}
+
+static int map_device(void)
+{
+	struct kpprof_info info;
+	void *m;
+	int fd;
+
+	memset(&info, 0, sizeof(info));
+	fd = open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (ioctl(fd, KPPROF_IOC_GET_INFO, &info) || !(info.features & KPPROF_FEAT_PRING) ||
+	    info.pring_size < 4096 || (info.pring_size & (info.pring_size - 1)) ||
+	    info.pring_map_len < info.pring_data_off + 2 * info.pring_size) {
+		close(fd);
+		errno = ENOTSUP;
+		return -1;
+	}
+	m = mmap(NULL, info.pring_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 (off_t)(info.pring_pgoff * info.page_size));
+	close(fd);
+	if (m == MAP_FAILED)
+		return -1;
+	pr.hdr = m;
+	pr.data = (unsigned char *)m + info.pring_data_off;
+	pr.size = info.pring_size;
+	pr.map_len = info.pring_map_len;
+	return 0;
+}
+
+/* map_test - the module's layout on a memfd: header page, data twice. */
+static int map_test(void)
+{
+	const size_t page = 4096, size = TEST_RING_SIZE, len = page + 2 * size;
+	unsigned char *base;
+	int fd = memfd_create("kpprof-test-ring", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	base = ftruncate(fd, (off_t)(page + size)) ? MAP_FAILED :
+	       mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base != MAP_FAILED &&
+	    (mmap(base, page + size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		  fd, 0) == MAP_FAILED ||
+	     mmap(base + page + size, size, PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_FIXED, fd, (off_t)page) == MAP_FAILED ||
+	     madvise(base, len, MADV_DONTFORK))) {
+		munmap(base, len);
+		base = MAP_FAILED;
+	}
+	close(fd);
+	if (base == MAP_FAILED)
+		return -1;
+	pr.hdr = (struct kpprof_pring_hdr *)base;
+	pr.data = base + page;
+	pr.size = size;
+	pr.map_len = len;
+	return 0;
+}
+
+/* setup - the first thread to get here maps the ring; 0 when mapped */
+static int setup(void)
+{
+	int st = PR_NONE, err;
+
+	if (!atomic_compare_exchange_strong(&pr_state, &st, PR_SETUP))
+		return st == PR_MAPPED ? 0 : -1;
+	if (kpp.test_sink) {
+		err = kpp.test_ring ? map_test() : (errno = ENOTSUP, -1);
+	} else {
+		err = map_device();
+	}
+	if (err) {
+		if (!kpp.test_sink) {
+			atomic_fetch_add_explicit(&kpp.pring_fallback, 1, memory_order_relaxed);
+			kpp_debug("no producer ring (%s): one syscall per record", strerror(errno));
+		}
+		atomic_store(&pr_state, PR_FAILED);
+		return -1;
+	}
+	pr.mask = pr.size - 1;
+	atomic_store(&pr_state, PR_MAPPED);
+	if (!kpp.test_sink)
+		atomic_store(&fd_close_pending, 1);
+	return 0;
+}
+
+static void test_drain(void);
+
+/* ring_write - the producer protocol; 0 or ENOBUFS (counted in lost[]) */
+static int ring_write(const void *rec, size_t len)
+{
+	uint64_t total = (sizeof(struct kpprof_ring_hdr) + len + 7) & ~7ULL, h, t;
+	unsigned int kind = ((const struct kpprof_record *)rec)->kind;
+	struct kpprof_pring_hdr *hdr = pr.hdr;
+	struct kpprof_ring_hdr *e;
+	bool kicked = false;
+
+	h = __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE);
+	for (;;) {
+		t = __atomic_load_n(&hdr->tail, __ATOMIC_ACQUIRE);
+		if (h + total - t > pr.size) {
+			/* full: one kick (if the last one moved the tail), one retry */
+			if (!kpp.test_sink && !kicked && kick(t)) {
+				kicked = true;
+				h = __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE);
+				continue;
+			}
+			__atomic_fetch_add(&hdr->lost[kind < KPPROF_LOST_KINDS ? kind : 0], 1,
+					   __ATOMIC_RELAXED);
+			if (kpp.test_sink)
+				test_drain();
+			return ENOBUFS;
+		}
+		/* a failure (or a spurious one) reloads h: check the room again */
+		if (__atomic_compare_exchange_n(&hdr->head, &h, h + total, 1,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			break;
+	}
+	e = (struct kpprof_ring_hdr *)(pr.data + (h & pr.mask));
+	__atomic_store_n(&e->len, (__u32)len | KPPROF_RING_BUSY, __ATOMIC_RELAXED);
+	memcpy(e + 1, rec, len);
+	memset((unsigned char *)(e + 1) + len, 0, total - sizeof(*e) - len);
+	/* commit: the record's bytes before the length (the drain's acquire) */
+	__atomic_store_n(&e->len, (__u32)len, __ATOMIC_RELEASE);
+	if (!kpp.test_sink && 4 * (h + total - t) >= pr.size)
+		kick(t);
+	if (kpp.test_sink) {
+		struct timespec ts;
+		uint64_t now;
+
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+		if (2 * (h + total - t) >= pr.size ||
+		    now - atomic_load_explicit(&test_last_drain, memory_order_relaxed) >=
+		    TEST_DRAIN_NS)
+			test_drain();
+	}
+	return 0;
+}
+
+int kpp_pring_submit(const void *rec, size_t len)
+{
+	int st;
+
+	/*
+	 * A _Fork() or clone() child that no sample has told yet that it is
+	 * one still has our ring's address and no mapping there: one load
+	 * (the MADV_WIPEONFORK word) before the ring is touched.
+	 */
+	kpp_process_check();
+	st = atomic_load_explicit(&pr_state, memory_order_acquire);
+
+	if (likely(st == PR_MAPPED))
+		return ring_write(rec, len);
+	/* COMM records alone never make a ring: most processes never sample */
+	if (st != PR_NONE || ((const struct kpprof_record *)rec)->kind == KPPROF_REC_COMM)
+		return -1;
+	if (setup())
+		return -1;
+	return ring_write(rec, len);
+}
+
+void kpp_pring_close_fd_when_alone(void)
+{
+	int fd;
+
+	/* only we are inside kpp_emit(): any later one sees the ring mapped */
+	if (likely(!atomic_load_explicit(&fd_close_pending, memory_order_relaxed)) ||
+	    atomic_load(&kpp.emitters) > 1 || !atomic_exchange(&fd_close_pending, 0))
+		return;
+	fd = kpp.fd;
+	kpp.fd = -1;
+	if (fd >= 0)
+		close(fd);
+}
+
+bool kpp_pring_mapped(void)
+{
+	return atomic_load_explicit(&pr_state, memory_order_acquire) == PR_MAPPED;
+}
+
+/*
+ * kpp_pring_forget - in a new child: the ring is not mapped here
+ * (VM_DONTCOPY, MADV_DONTFORK); the next sample maps the child's own.
+ */
+void kpp_pring_forget(void)
+{
+	memset(&pr, 0, sizeof(pr));
+	atomic_store(&pr_state, PR_NONE);
+	atomic_store(&fd_close_pending, 0);
+	atomic_store(&test_draining, 0);
+	atomic_store(&kicked_tail, UINT64_MAX);
+}
+
+/*
+ * test_drain - test mode: what the module's drain does, into the sink.
+ * One thread at a time; the others go on writing.
+ */
+static void test_drain(void)
+{
+	struct iovec iov[TEST_DRAIN_BATCH];
+	struct kpprof_pring_hdr *hdr = pr.hdr;
+	struct timespec ts;
+	uint64_t t, head, start;
+	int n;
+
+	if (atomic_exchange(&test_draining, 1))
+		return;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	atomic_store_explicit(&test_last_drain,
+			      (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec,
+			      memory_order_relaxed);
+	t = __atomic_load_n(&hdr->tail, __ATOMIC_RELAXED);
+	do {
+		head = __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE);
+		start = t;
+		for (n = 0; t != head && n < TEST_DRAIN_BATCH; n++) {
+			struct kpprof_ring_hdr *e = (void *)(pr.data + (t & pr.mask));
+			__u32 w = __atomic_load_n(&e->len, __ATOMIC_ACQUIRE);
+
+			if (!w || (w & KPPROF_RING_BUSY))
+				break;
+			iov[n].iov_base = e + 1;
+			iov[n].iov_len = w & KPPROF_RING_LEN_MASK;
+			t += (sizeof(*e) + iov[n].iov_len + 7) & ~7ULL;
+		}
+		if (n && syscall(SYS_writev, kpp.fd, iov, n) < 0)
+			atomic_fetch_add_explicit(&kpp.writes_failed, 1, memory_order_relaxed);
+		/* zero what was drained, then give the room back */
+		if (t - start)
+			memset(pr.data + (start & pr.mask), 0, t - start);
+		__atomic_store_n(&hdr->tail, t, __ATOMIC_RELEASE);
+	} while (n == TEST_DRAIN_BATCH);
+	atomic_store(&test_draining, 0);
+}
+
+void kpp_pring_flush(void)
+{
+	if (kpp.test_sink && kpp_pring_mapped())
+		test_drain();
+}
