@@ -1246,9 +1246,9 @@ int kpp_agg__add(struct kpp_agg *a, const struct kpp_rec *r)
 	case KPPROF_REC_LOST:
 		a->st.lost_records += r->lost.full + r->lost.invalid;
 		a->st.lost_resets += r->lost.resets;
-		p = get_proc(a, r->tgid);
+		p = record_proc(a, r, &err);
 		if (!p)
-			return -ENOMEM;
+			return err;
 		p->lost += r->lost.full + r->lost.invalid;
 		return 0;
 	case KPPROF_REC_CYCLE:
