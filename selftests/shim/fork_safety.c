@@ -275,6 +275,37 @@ static int exit_race(void)
 	return 0;	/* exit() runs the shim's destructor beside the spinners */
 }
 
+/*
+ * exit_free: a thread frees sampled blocks one after another while main
+ * returns: its FREEs go on while exit() runs the shim's destructor.
+ */
+#define EXIT_FREE_BLOCKS 20000
+static void *exit_blocks[EXIT_FREE_BLOCKS];
+static atomic_int exit_freed;
+
+static void *free_all(void *a)
+{
+	(void)a;
+	for (int i = 0; i < EXIT_FREE_BLOCKS; i++) {
+		free(exit_blocks[i]);
+		atomic_store(&exit_freed, i + 1);
+	}
+	return NULL;
+}
+
+static int exit_free(void)
+{
+	pthread_t t;
+
+	for (int i = 0; i < EXIT_FREE_BLOCKS; i++)
+		exit_blocks[i] = malloc(64);
+	pthread_create(&t, NULL, free_all, NULL);
+	while (atomic_load(&exit_freed) < 100)
+		sched_yield();
+	printf("exit_free: ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -299,6 +330,8 @@ int main(int argc, char **argv)
 		return cancel(atoi(a));
 	if (!strcmp(m, "exit"))
 		return exit_race();
+	if (!strcmp(m, "exit_free"))
+		return exit_free();
 	if (!strcmp(m, "loop") && argc == 3) {
 		for (int i = atoi(a); i > 0; i--)
 			churn(1000);

@@ -16,6 +16,7 @@
 #   - cancel: a thread cancelled inside a sampling path leaves nothing
 #     behind that makes a later fork hang (§1.13);
 #   - exit: no record after COMM (EXIT) while threads sample during exit();
+#   - exit_free: nor while a thread frees sampled blocks during exit();
 #   - strace: no rt_sigprocmask per sample (§3.4).
 # Every process runs under timeout(1); a hang is a failure, not a stall.
 # usage: selftests/shim/fork_safety_host_test.sh [SHIM.so...]
@@ -115,6 +116,17 @@ for lib in "$@"; do
 	done
 	[ "$bad" = 0 ] && tap_ok "$b: exit: COMM (EXIT) is the last record, 10 runs" ||
 		tap_fail "$b: exit" "$bad of 10 runs with records after EXIT (or failed)"
+
+	# A thread freeing sampled blocks while main returns: its FREEs must
+	# stop at EXIT too (they pass no sampling path).
+	bad=0
+	for i in $(seq 10); do
+		got=$(fs "$lib" exit_free)
+		last=$(decode | tail -n 1 | awk '{ print $1 $5 }')
+		[ "$got" = $'exit_free: ok\nexit 0' ] && [ "$last" = COMM3 ] || bad=$((bad + 1))
+	done
+	[ "$bad" = 0 ] && tap_ok "$b: exit_free: no FREE after COMM (EXIT) from a thread freeing during exit(), 10 runs" ||
+		tap_fail "$b: exit_free" "$bad of 10 runs with records after EXIT (or failed)"
 
 	# No signal-mask syscall per sample: 2000 samples (each two records).
 	if command -v strace >/dev/null; then

@@ -172,6 +172,17 @@ int kpp_emit(const void *rec, size_t size)
 	/* Pairs with seccomp.c: announce, then check the flag (seq_cst). */
 	atomic_fetch_add(&kpp.emitters, 1);
 	t->emitting++;
+	/*
+	 * After the destructor's EXIT nothing more may follow it: the FREEs of
+	 * threads still running beside exit() are not gated by a sampling
+	 * path, so they are dropped here, counted (seq_cst, pairs with
+	 * kpp_fini(): it sets the flag, then waits for kpp.emitters).
+	 */
+	if (unlikely(atomic_load(&kpp.exiting)) && !t->last_record) {
+		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
+		ret = ECANCELED;
+		goto out;
+	}
 	if (unlikely(atomic_load(&kpp.stopped)) ||
 	    (unlikely(!atomic_load_explicit(&kpp.seccomp_checked, memory_order_relaxed)) &&
 	     kpp_seccomp_inherited())) {

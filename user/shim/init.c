@@ -462,14 +462,21 @@ static void kpp_fini(void)
 		return;
 	kpp_process_check();
 	/*
-	 * No record after EXIT: new samples stop here; the threads still in a
-	 * sampling path (exit() runs beside them) get a bounded wait.
+	 * No record after EXIT: new samples stop here, and so do the FREEs of
+	 * the threads still running beside exit() (kpp.exiting, emit.c); the
+	 * threads already inside a sampling path or kpp_emit() get a bounded
+	 * wait.  A thread held there past it (descheduled for all 10000
+	 * yields) may still put one record after EXIT.
 	 */
 	if (!atomic_compare_exchange_strong(&kpp.ready, &one, -1))	/* pass-through */
 		return;
-	for (int i = 0; i < 10000 && atomic_load(&kpp.samplers) > (t->guard ? 1 : 0); i++)
+	atomic_store(&kpp.exiting, 1);
+	for (int i = 0; i < 10000 && (atomic_load(&kpp.samplers) > (t->guard ? 1 : 0) ||
+				      atomic_load(&kpp.emitters) > (int)t->emitting); i++)
 		sched_yield();
+	t->last_record = 1;
 	kpp_emit_comm(KPPROF_COMM_EXIT);
+	t->last_record = 0;
 	kpp_pring_flush();
 	kpp_debug("producer ring %s, SUBMIT fallbacks %llu",
 		  kpp_pring_mapped() ? "mapped" : "not mapped",

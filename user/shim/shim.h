@@ -116,6 +116,8 @@ static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
  *             rate than the one in force is only a poll point (heap.c).
  * @emitting:  this thread is inside kpp_emit() (seccomp.c waits for the
  *             others, not for itself).
+ * @last_record: this thread is emitting the process's COMM (EXIT), the one
+ *             record kpp.exiting lets through.
  */
 struct kpp_thread {
 	uint64_t countdown;
@@ -138,6 +140,7 @@ struct kpp_thread {
 	uint32_t orphan_slot;		/* private stack of an abandoned sample + 1 */
 	uint32_t growing;		/* holds sampled_set.c's grow lock */
 	int map_buf;			/* maps.c record buffer held + 1, 0: none */
+	uint32_t last_record;
 };
 extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
 
@@ -162,6 +165,7 @@ struct kpp_global {
 	_Atomic uint64_t table_full;
 	_Atomic int stopped;		/* KPP_STOP_*: nothing more is emitted */
 	_Atomic int emitters;		/* threads inside kpp_emit() */
+	_Atomic int exiting;		/* COMM (EXIT) is next: nothing else goes out */
 	_Atomic int seccomp_checked;	/* the inherited-filter check ran */
 	_Atomic uint64_t unsent;	/* events not sent since stopped */
 	_Atomic uint64_t frees_held;	/* FREEs retried after a full ring */
