@@ -152,7 +152,12 @@
  * the data are the producer's to scribble on: a head the kernel cannot
  * believe (more than pring_size ahead of tail, or not a multiple of 8) or
  * an entry length it cannot believe empties the ring, counted in @resets;
- * either way only that producer's records are lost.  Rings are drained
+ * either way only that producer's records are lost.  An entry that stays
+ * reserved and uncommitted for 2 s (its writer jumped out of the write, or
+ * is stopped) is skipped and counted as invalid, so it cannot block its
+ * ring for the life of the process; a writer that was only slow then
+ * writes over space given back, and can corrupt only its own later
+ * records, which the drain refuses.  Rings are drained
  * round-robin, a few records each per pass, so one producer's backlog
  * never delays another's.  A record the consumer's ring has no room for
  * stays in the producer's ring (its producer alone sees a full ring); the

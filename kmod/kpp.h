@@ -180,6 +180,8 @@ struct kpp_pring {
 	u64 lost_seen[KPPROF_LOST_KINDS];
 	u64 invalid, invalid_seen;
 	u64 resets, resets_seen;
+	u64 stuck_pos;
+	unsigned long stuck_since;
 	struct mm_struct *mm;
 	struct pid *pid;
 	char comm[TASK_COMM_LEN];

@@ -328,6 +328,49 @@ static void kpp_pring_report_lost(struct kpp_pring *p, bool *full)
 }
 
 /*
+ * An entry reserved and not committed for this long was abandoned: its
+ * thread left the write for good (a signal handler that jumped out of it)
+ * or is held (stopped, starved).  It is skipped, counted as invalid, so the
+ * ring does not stay blocked behind it for the life of the process; a
+ * writer that was only slow then writes over space already given back and
+ * corrupts nothing but its own later records, which the drain refuses.
+ */
+#define KPP_PRING_STUCK_JIFFIES	(2 * HZ)
+
+/*
+ * kpp_pring_stuck - the entry at @p's tail, @word, is not committed: wait,
+ * or, once it has stayed so KPP_PRING_STUCK_JIFFIES, give it up.
+ *
+ * Return: true if the tail moved past it (or the ring was emptied).
+ */
+static bool kpp_pring_stuck(struct kpp_pring *p, struct kpprof_ring_hdr *e,
+			    u32 word, u64 head)
+{
+	u32 len = word & KPPROF_RING_LEN_MASK;
+	u64 total = round_up(sizeof(*e) + len, 8);
+
+	if (p->stuck_pos != p->tail || !p->stuck_since) {
+		p->stuck_pos = p->tail;
+		p->stuck_since = jiffies ? jiffies : 1;
+		return false;
+	}
+	if (time_before(jiffies, p->stuck_since + KPP_PRING_STUCK_JIFFIES))
+		return false;
+	p->stuck_since = 0;
+	if (!word || len < sizeof(struct kpprof_record) ||
+	    len > KPP_RECORD_SIZE_MAX || total > head - p->tail) {
+		/* its length never written, or not believable */
+		kpp_pring_reset(p, head);
+		return true;
+	}
+	p->invalid++;
+	atomic64_inc(&kpp_dev.pring_invalid);
+	memset(e, 0, total);
+	p->tail += total;
+	return true;
+}
+
+/*
  * kpp_pring_drain_one - move up to @budget committed records of @p into
  * the consumer's ring, in ring order.  Under prings_lock.
  *
@@ -353,8 +396,12 @@ static int kpp_pring_drain_one(struct kpp_pring *p, int budget, bool *full)
 		e = (struct kpprof_ring_hdr *)(p->data + (p->tail & p->mask));
 		/* pairs with the producer's store-release of the length */
 		word = smp_load_acquire(&e->len);
-		if (!word || (word & KPPROF_RING_BUSY))
-			break;	/* reserved, not committed yet */
+		if (!word || (word & KPPROF_RING_BUSY)) {
+			/* reserved, not committed yet */
+			if (kpp_pring_stuck(p, e, word, head))
+				continue;
+			break;
+		}
 		len = word & KPPROF_RING_LEN_MASK;
 		total = round_up(sizeof(*e) + len, 8);
 		if (len < sizeof(struct kpprof_record) ||

@@ -15,7 +15,9 @@
  *     MADV_DOFORK cannot bring it back); another process's mmap of the
  *     same file's ring is EBUSY; an O_RDONLY file cannot map one;
  *   - a process's last records are drained at its exit, with no consumer
- *     attached and nobody polling.
+ *     attached and nobody polling;
+ *   - an entry reserved and never committed is skipped after a bound,
+ *     counted, and does not block the records behind it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -581,6 +583,74 @@ TEST_F(pr, exit_drains_without_consumer)
 	ASSERT_EQ(0, tally__read(&self->e.rr, t, pids, 1));
 	EXPECT_EQ(100, t->alloc[0]);
 	EXPECT_EQ(0, t->out_of_order);
+	free(t);
+}
+
+/*
+ * An entry reserved and never committed (its writer jumped out of the
+ * write, or is held) does not block its ring for good: after the module's
+ * bound (2 s) it is skipped, counted as invalid, and the records behind it
+ * come through while the process lives.
+ */
+static int abandoner(struct chan *c)
+{
+	unsigned char *buf = calloc(1, KPP_REC_BUF_MAX);
+	struct kpprof_ring_hdr *e;
+	struct pring p;
+	size_t len;
+	__u64 h;
+	int fd = dev__open(), i;
+
+	if (!buf || fd < 0 || pring__map(&p, fd))
+		return 80;
+	/* reserve one entry, mark it BUSY, never commit it */
+	len = build(buf, 0);
+	h = p.hdr->head;
+	p.hdr->head = h + ((sizeof(*e) + len + 7) & ~7ULL);
+	e = (struct kpprof_ring_hdr *)(p.data + (h & p.mask));
+	__atomic_store_n(&e->len, (__u32)len | KPPROF_RING_BUSY, __ATOMIC_RELEASE);
+	for (i = 1; i <= 10; i++)
+		if (pring__write(&p, buf, build(buf, i)))
+			return 81;
+	chan__say(c->up[1], 'r');
+	if (chan__hear(c->down[0]) != 'q')
+		return 83;
+	return 0;
+}
+
+TEST_F_TIMEOUT(pr, abandoned_entry_is_skipped, 120)
+{
+	struct tally *t = calloc(1, sizeof(*t));
+	struct chan c;
+	pid_t pids[1];
+	int status, i;
+
+	ASSERT_NE(NULL, t);
+	ASSERT_EQ(0, chan__open(&c));
+	pids[0] = fork();
+	ASSERT_LE(0, pids[0]);
+	if (!pids[0]) {
+		child_init();
+		_exit(abandoner(&c));
+	}
+	ASSERT_EQ('r', chan__hear(c.up[0]));
+	/* wait for the condition, bounded well past the module's 2 s */
+	for (i = 0; i < 300 && t->alloc[0] < 10; i++) {
+		ASSERT_EQ(0, drain(self->e.cfd));
+		ASSERT_EQ(0, tally__read(&self->e.rr, t, pids, 1));
+		if (t->alloc[0] < 10)
+			usleep(100000);
+	}
+	chan__say(c.down[1], 'q');
+	ASSERT_EQ(pids[0], waitpid(pids[0], &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(0, drain(self->e.cfd));
+	ASSERT_EQ(0, tally__read(&self->e.rr, t, pids, 1));
+	/* the 10 committed records behind it, in order; the abandoned one counted */
+	EXPECT_EQ(10, t->alloc[0]);
+	EXPECT_EQ(0, t->out_of_order);
+	EXPECT_EQ(1, t->invalid[0]);
+	EXPECT_EQ(0, t->resets[0]);
 	free(t);
 }
 
