@@ -377,7 +377,9 @@ enum {
  * @pring_drained:   records drained from producer rings into the ring
  *                   (also counted in @accepted).
  * @pring_lost:      records producers reported dropped for a full ring of
- *                   their own (as the KPPROF_REC_LOST records say).
+ *                   their own: those the KPPROF_REC_LOST records delivered,
+ *                   plus those still counted in rings and not yet
+ *                   delivered (the consumer's ring full, or no consumer).
  * @pring_invalid:   records the drain found malformed, plus ring resets
  *                   (a header or entry length it could not believe).
  * @pring_refused:   ring mmaps refused because pring_total_max was reached.

@@ -324,6 +324,7 @@ int kpp_pring_mmap(struct kpp_file *kf, struct file *file,
 void kpp_pring_release(struct kpp_file *kf);
 void kpp_pring_drain_all(void);
 void kpp_pring_kick(void);
+u64 kpp_pring_lost_pending(void);
 int kpp_pring_init(u64 size, u64 total_max, unsigned int period_ms);
 void kpp_pring_exit(void);
 void kpp_pring_drain_start(void);

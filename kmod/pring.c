@@ -327,6 +327,27 @@ static void kpp_pring_report_lost(struct kpp_pring *p, bool *full)
 	atomic64_add(sum, &kpp_dev.pring_lost);
 }
 
+/**
+ * kpp_pring_lost_pending - losses the producers have counted in their rings
+ * and no KPPROF_REC_LOST has delivered yet (the consumer's ring was full, or
+ * there is no consumer): GET_STATS adds them, so a loss is visible in
+ * `kpprof stat` before it can reach a profile.  Producer-written counts:
+ * a producer can claim losses of its own, never hide another's.
+ */
+u64 kpp_pring_lost_pending(void)
+{
+	struct kpp_pring *p;
+	u64 sum = 0;
+	int i;
+
+	mutex_lock(&kpp_dev.prings_lock);
+	list_for_each_entry(p, &kpp_dev.prings, node)
+		for (i = 0; i < KPPROF_LOST_KINDS; i++)
+			sum += READ_ONCE(p->hdr->lost[i]) - p->lost_seen[i];
+	mutex_unlock(&kpp_dev.prings_lock);
+	return sum;
+}
+
 /*
  * An entry reserved and not committed for this long was abandoned: its
  * thread left the write for good (a signal handler that jumped out of it)

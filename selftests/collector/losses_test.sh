@@ -15,8 +15,13 @@ tap_plan
 ip link set lo up 2>/dev/null || busybox ip link set lo up 2>/dev/null || true
 # serve learns loopback clients' uids by sock_diag; the VM's init cannot autoload it.
 modprobe -q tcp_diag 2>/dev/null || true
-# ring_full + share drops (one uid filling the ring meets its share first)
-full() { $K stat | awk '/^dropped (ring_full|share)/ { n += $3 } END { print n + 0 }'; }
+# ring_full + share drops (one uid filling the ring meets its share first),
+# and the records lost in the producers' own rings (full: the collector did
+# not drain them)
+full() {
+	$K stat | awk '/^dropped (ring_full|share)/ { n += $3 }
+		/^ring lost full/ { n += $4 } END { print n + 0 }'
+}
 
 before=$(full)
 # 1. a collector that does not read: the ring fills, records are dropped.
