@@ -94,8 +94,8 @@ static int load_key(SSL_CTX *ctx, const char *path, bool have_cert)
 		fprintf(stderr, "kpprof serve: --tls-key %s: not a regular file\n", path);
 	} else if (st.st_mode & S_IRWXO) {
 		fprintf(stderr,
-			"kpprof serve: --tls-key %s: permissions %04o are too open: a private key must not be\n"
-			"  accessible by other users (it is world-%s).  Refusing it: chmod o-rwx %s\n",
+			"kpprof serve: --tls-key %s: permissions %04o are too open: the private key is world-%s; "
+			"it must not be accessible by other users (chmod o-rwx %s)\n",
 			path, (unsigned int)(st.st_mode & 07777),
 			st.st_mode & S_IROTH ? "readable" : "accessible", path);
 	} else if (!(key = PEM_read_PrivateKey(f, NULL, no_passphrase, NULL))) {
