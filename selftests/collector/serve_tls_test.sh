@@ -34,7 +34,8 @@ modprobe -q tcp_diag 2>/dev/null || true
 ip addr add $REMOTE/32 dev lo 2>/dev/null || busybox ip addr add $REMOTE/32 dev lo 2>/dev/null || true
 srv= pids=() idle=()
 trap 'kill ${pids[*]} 2>/dev/null; [ -n "$srv" ] && kill $srv 2>/dev/null; wait 2>/dev/null
-	ip addr del $REMOTE/32 dev lo 2>/dev/null; rm -rf "$out"' EXIT
+	ip addr del $REMOTE/32 dev lo 2>/dev/null || busybox ip addr del $REMOTE/32 dev lo 2>/dev/null
+	rm -rf "$out"' EXIT
 tls_certs "$out/c" || { tap_fail "openssl made the test certificates"; tap_done; }
 c=$out/c
 
