@@ -113,7 +113,7 @@ refused() { # NAME CURL-ARGS...
 	code=$(curl -s -m 20 -o "$out/r.body" -w '%{http_code}' "$@")
 	rc=$?
 	[ $rc != 0 ] && [ "$code" = 000 ] && [ ! -s "$out/r.body" ] && tap_ok "$name: refused (curl exit $rc)" ||
-		tap_fail "$name: curl exit $rc, HTTP $code $(head -c 200 "$out/r.body" 2>/dev/null)"
+		tap_fail "$name: curl exit $rc, HTTP $code, $(wc -c <"$out/r.body" 2>/dev/null) bytes: $(head -c 80 "$out/r.body" 2>/dev/null | tr -c '[:print:]' .)"
 }
 refused "no client certificate" "${TC[@]}" "${turl}heap"
 refused "a self-signed client certificate" "${TC[@]}" --cert "$c/self.pem" --key "$c/self.key" "${turl}heap"
@@ -151,10 +151,11 @@ code=$(curl -s -m 20 "${GOOD[@]}" -o /dev/null -w '%{http_code}' "${turl}heap")
 c1=$(curl -s -m 20 -o /dev/null -w '%{http_code}' "${url}heap")
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$c1" = 200 ] && tap_ok "meanwhile the plain listener serves (${ms} ms after)" || tap_fail "plain listener: HTTP $c1"
-gone=0 first=
+gone=0 first= end=$(($(date +%s) + 60))
 for f in "${idle[@]}"; do
-	# EOF: the server closed it.  Bounded: the deadline is 10 s.
-	timeout 60 cat <&"$f" >/dev/null && gone=$((gone + 1))
+	# EOF: the server closed it.  60 s for all (the deadline is 10 s).
+	left=$((end - $(date +%s)))
+	[ $left -gt 0 ] && timeout $left cat <&"$f" >/dev/null && gone=$((gone + 1))
 	[ -n "$first" ] || first=$((($(date +%s%N) - t0) / 1000000))
 	exec {f}<&-
 done
@@ -177,4 +178,23 @@ wait $srv
 rc=$?
 srv=
 [ $rc = 0 ] && tap_ok "server exits 0" || { tap_diag "$(tail -5 "$out/serve.out")"; tap_fail "server exit $rc"; }
+
+# Without --tls-client-name: the certificate alone decides.  No
+# certificate is still refused (by the handshake, not by a name); the
+# CA's CN=intruder is served (the name list was what refused it above).
+$K serve --listen tls:$REMOTE:0 --tls-cert "$c/server.pem" --tls-key "$c/server.key" \
+	--tls-client-ca "$c/ca.pem" >"$out/serve2.out" 2>&1 &
+srv=$!
+wait_for 30 grep -q "serving https" "$out/serve2.out"
+turl=$(sed -nE 's/.*serving (https:[^ ]*).*/\1/p' "$out/serve2.out" | head -1)
+refused "no --tls-client-name: no client certificate" "${TC[@]}" "${turl}heap"
+code=$(curl -s "${TC[@]}" --cert "$c/other.pem" --key "$c/other.key" -o /dev/null -w '%{http_code}' "${turl}heap")
+[ "$code" = 200 ] && tap_ok "no --tls-client-name: the CA's CN=intruder is served" || tap_fail "CN=intruder: HTTP $code"
+cnt=$(curl -s "${GOOD[@]}" "${turl}")
+[ "$(n 'client certificate missing or not trusted')" = 1 ] && [ "$(n 'client name not allowed')" = 0 ] &&
+	tap_ok "counted as a missing certificate: $(grep -oE 'tls refused:.*' <<<"$cnt")" ||
+	{ tap_diag "$cnt"; tap_fail "no-certificate refusal counted as"; }
+kill -TERM $srv
+wait $srv
+srv=
 tap_done

@@ -353,6 +353,12 @@ enum kpp_tls_fail kpp_tls__accept(struct kpp_tls *t, int fd, int64_t deadline,
 			break;
 		}
 	}
+	/* Belt and braces: whatever the verify mode, no verified certificate, no entry. */
+	if (!fail && (!SSL_get0_peer_certificate(c->ssl) ||
+		      SSL_get_verify_result(c->ssl) != X509_V_OK)) {
+		snprintf(why, len, "no verified client certificate");
+		fail = KPP_TLS_CERT;
+	}
 	if (!fail && !name_ok(t, c->ssl, why, len))
 		fail = KPP_TLS_NAME;
 	if (fail) {
