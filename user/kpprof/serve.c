@@ -728,7 +728,7 @@ static int tls_handshake(struct conn *c, int64_t deadline)
 	case KPP_TLS_CERT: atomic_fetch_add(&srv->n.tls_cert, 1); break;
 	case KPP_TLS_SLOW: atomic_fetch_add(&srv->n.tls_slow, 1); break;
 	case KPP_TLS_NAME: atomic_fetch_add(&srv->n.tls_name, 1); break;
-	case KPP_TLS_PROTO: atomic_fetch_add(&srv->n.tls_proto, 1); break;
+	case KPP_TLS_PROTO:
 	case KPP_TLS_NOMEM: atomic_fetch_add(&srv->n.tls_proto, 1); break;
 	}
 	kpp_tls__log_refusal(c->peer.addr[0] ? c->peer.addr : c->peer.key, why);
