@@ -45,7 +45,7 @@ TEST(request_read)
 
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
 	ASSERT_EQ((ssize_t)sizeof(req) - 1, write(sv[1], req, sizeof(req) - 1));
-	ASSERT_EQ(0, kpp_http__read(sv[0], &r));
+	ASSERT_EQ(0, kpp_http__read(&(struct kpp_http_conn){ .fd = sv[0] }, &r));
 	EXPECT_STREQ("POST", r.method);
 	EXPECT_STREQ("/debug/pprof/symbol", r.path);
 	EXPECT_STREQ("pid=7", r.query);
@@ -89,7 +89,7 @@ TEST(request_deadline_whole)
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
 	ASSERT_EQ(0, pthread_create(&t, NULL, trickle, &sv[1]));
 	t0 = ms_now();
-	EXPECT_EQ(408, kpp_http__read_within(sv[0], &r, 1000));
+	EXPECT_EQ(408, kpp_http__read_within(&(struct kpp_http_conn){ .fd = sv[0] }, &r, 1000));
 	took = ms_now() - t0;
 	EXPECT_LE(900, took);
 	EXPECT_GE(2500, took) TH_LOG("the read took %lld ms for a 1000 ms deadline", (long long)took);
@@ -134,6 +134,22 @@ TEST(host_header)
 	EXPECT_FALSE(host_ok("evil.example:6061", true));
 }
 
+/*
+ * Listening on one non-loopback address (tls:10.0.0.5:6443, or with
+ * --insecure-remote): a scraper given that address sends it as Host; it
+ * is the listen host, so it is ours.  Other addresses are not.
+ */
+TEST(host_header_listen_address)
+{
+	static const char *const names[] = { "10.0.0.5" };
+	struct kpp_http_req r = { .has_host = true };
+
+	snprintf(r.host, sizeof(r.host), "10.0.0.5:6443");
+	EXPECT_TRUE(kpp_http__host_ok(&r, names, 1, false));
+	snprintf(r.host, sizeof(r.host), "10.0.0.6:6443");
+	EXPECT_FALSE(kpp_http__host_ok(&r, names, 1, false));
+}
+
 /* A Host header is read from the head only, whatever its case and spaces. */
 TEST(host_header_read)
 {
@@ -143,7 +159,7 @@ TEST(host_header_read)
 
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
 	ASSERT_EQ((ssize_t)sizeof(req) - 1, write(sv[1], req, sizeof(req) - 1));
-	ASSERT_EQ(0, kpp_http__read(sv[0], &r));
+	ASSERT_EQ(0, kpp_http__read(&(struct kpp_http_conn){ .fd = sv[0] }, &r));
 	EXPECT_TRUE(r.has_host);
 	EXPECT_STREQ("evil.example:80", r.host);
 	EXPECT_FALSE(kpp_http__host_ok(&r, NULL, 0, false));
@@ -286,7 +302,7 @@ static void *reply_thread(void *arg)
 	struct slow_reply *r = arg;
 	char *body = calloc(1, r->len);
 
-	kpp_http__reply(r->fd, NULL, 200, "text/plain", NULL, body, r->len);
+	kpp_http__reply(&(struct kpp_http_conn){ .fd = r->fd }, NULL, 200, "text/plain", NULL, body, r->len);
 	free(body);
 	r->done = true;
 	return NULL;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "tls.h"
 
 static int hexval(int c)
 {
@@ -77,16 +78,18 @@ static int64_t now_ms(void)
 }
 
 /*
- * read_by - read(2) what has come by @deadline (CLOCK_MONOTONIC ms): bytes,
+ * read_by - read what has come by @deadline (CLOCK_MONOTONIC ms): bytes,
  * 0 at end of stream, -1 on error, -2 when the deadline passed.  One
  * deadline for the whole request, so a client sending a byte now and then
  * cannot hold its thread for longer.
  */
-static ssize_t read_by(int fd, void *buf, size_t len, int64_t deadline)
+static ssize_t read_by(struct kpp_http_conn *c, void *buf, size_t len, int64_t deadline)
 {
+	if (c->tls)
+		return kpp_tls__read(c->tls, buf, len, deadline);
 	for (;;) {
 		int64_t left = deadline - now_ms();
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
 		int n;
 
 		if (left <= 0)
@@ -95,7 +98,7 @@ static ssize_t read_by(int fd, void *buf, size_t len, int64_t deadline)
 		if (n < 0 && errno != EINTR)
 			return -1;
 		if (n > 0) {
-			ssize_t got = read(fd, buf, len);
+			ssize_t got = read(c->fd, buf, len);
 
 			if (got < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
@@ -129,12 +132,12 @@ static bool header(const char *head, const char *name, char *out, size_t len)
 	return false;
 }
 
-int kpp_http__read(int fd, struct kpp_http_req *r)
+int kpp_http__read(struct kpp_http_conn *c, struct kpp_http_req *r)
 {
-	return kpp_http__read_within(fd, r, KPP_HTTP_READ_MS);
+	return kpp_http__read_within(c, r, KPP_HTTP_READ_MS);
 }
 
-int kpp_http__read_within(int fd, struct kpp_http_req *r, int ms)
+int kpp_http__read_within(struct kpp_http_conn *c, struct kpp_http_req *r, int ms)
 {
 	int64_t deadline = now_ms() + ms;
 	struct timeval wtv = { .tv_sec = 60 };
@@ -145,9 +148,9 @@ int kpp_http__read_within(int fd, struct kpp_http_req *r, int ms)
 	memset(r, 0, sizeof(*r));
 	r->query = "";
 	/* A client that stops reading must not hold a thread for ever (send_all too). */
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wtv, sizeof(wtv));
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &wtv, sizeof(wtv));
 	while (len < sizeof(r->buf) - 1) {
-		n = read_by(fd, r->buf + len, sizeof(r->buf) - 1 - len, deadline);
+		n = read_by(c, r->buf + len, sizeof(r->buf) - 1 - len, deadline);
 		if (n <= 0)
 			break;
 		len += n;
@@ -185,7 +188,7 @@ int kpp_http__read_within(int fd, struct kpp_http_req *r, int ms)
 			have = want;
 		memcpy(r->body, end, have);
 		while (have < want) {
-			n = read_by(fd, r->body + have, want - have, deadline);
+			n = read_by(c, r->body + have, want - have, deadline);
 			if (n == -2)
 				return 408;
 			if (n <= 0)
@@ -241,8 +244,9 @@ bool kpp_http__host_ok(const struct kpp_http_req *r, const char *const *names, s
 		h[--len] = '\0';
 	if (!len)
 		return false;
-	if (inet_pton(AF_INET, h, &a4) == 1)
-		return any_ip || (ntohl(a4.s_addr) >> 24) == 127;
+	/* An IP literal: a loopback one, or the address listened on (in @names). */
+	if (inet_pton(AF_INET, h, &a4) == 1 && (any_ip || (ntohl(a4.s_addr) >> 24) == 127))
+		return true;
 	if (!strcasecmp(h, "localhost") ||
 	    (len > 10 && !strcasecmp(h + len - 10, ".localhost")))
 		return true;
@@ -265,21 +269,25 @@ int kpp_http_write_ms = KPP_HTTP_WRITE_MS;
  * only for what is left, so a reader taking a little now and then (never
  * letting one write time out) cannot hold the thread past the deadline.
  */
-static void send_all(int fd, const void *buf, size_t len, int64_t deadline)
+static void send_all(struct kpp_http_conn *c, const void *buf, size_t len, int64_t deadline)
 {
 	const char *p = buf;
 
 	while (len) {
 		int64_t left = deadline - now_ms();
 		struct timeval tv = { .tv_sec = left / 1000, .tv_usec = left % 1000 * 1000 };
+		ssize_t n;
 
 		if (left <= 0)
 			return;
-		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
+		if (c->tls) {
+			n = kpp_tls__write(c->tls, p, len, deadline);
+		} else {
+			setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+			n = write(c->fd, p, len);
+			if (n < 0 && errno == EINTR)
+				continue;
+		}
 		if (n <= 0)
 			return;
 		p += n;
@@ -304,7 +312,7 @@ static const char *status_text(int code)
 	}
 }
 
-void kpp_http__reply(int fd, const struct kpp_http_req *r, int code, const char *type,
+void kpp_http__reply(struct kpp_http_conn *c, const struct kpp_http_req *r, int code, const char *type,
 		     const char *extra, const void *body, size_t len)
 {
 	char hdr[512];
@@ -315,16 +323,16 @@ void kpp_http__reply(int fd, const struct kpp_http_req *r, int code, const char 
 
 	int64_t deadline = now_ms() + kpp_http_write_ms;
 
-	send_all(fd, hdr, n < (int)sizeof(hdr) ? (size_t)n : sizeof(hdr) - 1, deadline);
+	send_all(c, hdr, n < (int)sizeof(hdr) ? (size_t)n : sizeof(hdr) - 1, deadline);
 	if (!r || !r->head)
-		send_all(fd, body, len, deadline);
+		send_all(c, body, len, deadline);
 }
 
-void kpp_http__error(int fd, const struct kpp_http_req *r, int code, const char *text)
+void kpp_http__error(struct kpp_http_conn *c, const struct kpp_http_req *r, int code, const char *text)
 {
 	char msg[512];
 	int n = snprintf(msg, sizeof(msg), "%s\n", text);
 
-	kpp_http__reply(fd, r, code, "text/plain; charset=utf-8", "X-Go-Pprof: 1\r\n", msg,
+	kpp_http__reply(c, r, code, "text/plain; charset=utf-8", "X-Go-Pprof: 1\r\n", msg,
 			n < (int)sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }

@@ -12,6 +12,14 @@
 #include <stddef.h>
 
 #define KPP_HTTP_BODY_MAX	(1u << 20)
+
+struct kpp_tls_conn;
+
+/* One client's connection: its socket, and its TLS session on a tls: listener. */
+struct kpp_http_conn {
+	int fd;
+	struct kpp_tls_conn *tls;	/* NULL: plain HTTP on @fd (tls.h) */
+};
 /* The whole request, head and body, must arrive within this (slow clients). */
 #define KPP_HTTP_READ_MS	10000
 
@@ -28,14 +36,17 @@ struct kpp_http_req {
 };
 
 /*
- * kpp_http__read - read one request from @fd: head and body within
+ * kpp_http__read - read one request from @c: head and body within
  * KPP_HTTP_READ_MS in all, however the client trickles them (a reply:
  * KPP_HTTP_WRITE_MS in all).  0, or the status to answer (400 malformed,
  * 408 too slow, 413 body too large).
  */
-int kpp_http__read(int fd, struct kpp_http_req *r);
-/* The same with a deadline of @ms for the whole request (tests). */
-int kpp_http__read_within(int fd, struct kpp_http_req *r, int ms);
+int kpp_http__read(struct kpp_http_conn *c, struct kpp_http_req *r);
+/*
+ * The same with a deadline of @ms for the whole request (tests; serve: what
+ * the TLS handshake left of KPP_HTTP_READ_MS).
+ */
+int kpp_http__read_within(struct kpp_http_conn *c, struct kpp_http_req *r, int ms);
 
 /* The whole reply must be taken within this (slow readers); tests lower it. */
 #define KPP_HTTP_WRITE_MS	60000
@@ -66,12 +77,12 @@ const char *kpp_http__query(const char *q, const char *key, char *out, size_t le
  * header lines (each ending "\r\n", or NULL), then @body unless @r is a
  * HEAD request.
  */
-void kpp_http__reply(int fd, const struct kpp_http_req *r, int code, const char *type,
+void kpp_http__reply(struct kpp_http_conn *c, const struct kpp_http_req *r, int code, const char *type,
 		     const char *extra, const void *body, size_t len);
 /*
  * kpp_http__error - as net/http/pprof's serveError: text/plain, the
  * X-Go-Pprof: 1 header (pprof then prints the text), @text plus "\n".
  */
-void kpp_http__error(int fd, const struct kpp_http_req *r, int code, const char *text);
+void kpp_http__error(struct kpp_http_conn *c, const struct kpp_http_req *r, int code, const char *text);
 
 #endif

@@ -186,6 +186,10 @@ void kpp_peer__identify(int fd, bool remote_all, struct kpp_peer *p)
 		snprintf(p->key, sizeof(p->key), "?");
 		return;
 	}
+	if (them.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&them)->sin_addr, p->addr, sizeof(p->addr));
+	else if (them.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&them)->sin6_addr, p->addr, sizeof(p->addr));
 	if (me.ss_family == AF_UNIX) {
 		struct ucred cr;
 		socklen_t cl = sizeof(cr);
@@ -207,19 +211,20 @@ void kpp_peer__identify(int fd, bool remote_all, struct kpp_peer *p)
 			p->all = uid == 0;
 		}
 	} else {
-		char a[INET6_ADDRSTRLEN] = "?";
-
 		p->kind = KPP_PEER_REMOTE;
 		p->all = remote_all;
-		if (them.ss_family == AF_INET)
-			inet_ntop(AF_INET, &((struct sockaddr_in *)&them)->sin_addr, a, sizeof(a));
-		else if (them.ss_family == AF_INET6)
-			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&them)->sin6_addr, a, sizeof(a));
-		snprintf(p->key, sizeof(p->key), "ip:%s", a);
+		snprintf(p->key, sizeof(p->key), "ip:%s", p->addr[0] ? p->addr : "?");
 		return;
 	}
 	if (p->known)
 		snprintf(p->key, sizeof(p->key), "uid:%u", (unsigned int)p->uid);
 	else
 		snprintf(p->key, sizeof(p->key), "unknown");
+}
+
+void kpp_peer__tls_verified(struct kpp_peer *p)
+{
+	p->kind = KPP_PEER_TLS;
+	p->known = true;
+	p->all = true;
 }

@@ -8,7 +8,9 @@
  * (NETLINK_SOCK_DIAG, the exact 4-tuple).  Root and holders of CAP_PERFMON
  * (or CAP_SYS_ADMIN, as perf) see every process; anyone else only the
  * processes it may ptrace-read (see access.h).  A remote client is known
- * by its address only, and is served only with --insecure-remote.
+ * by its address only, and is served only with --insecure-remote.  On a
+ * tls: listener, a client whose certificate was verified (tls.h) sees every
+ * process, whatever its address: the operator issued the certificate.
  */
 #ifndef KPPROF_PEER_H
 #define KPPROF_PEER_H
@@ -21,15 +23,18 @@ enum kpp_peer_kind {
 	KPP_PEER_UNIX,		/* Unix socket: SO_PEERCRED */
 	KPP_PEER_LOOPBACK,	/* TCP from a loopback address: sock_diag */
 	KPP_PEER_REMOTE,	/* TCP from elsewhere */
+	KPP_PEER_TLS,		/* a verified client certificate (tls: listener) */
 };
 
 struct kpp_peer {
 	enum kpp_peer_kind kind;
 	bool known;		/* uid is the client's */
-	bool all;		/* root, CAP_PERFMON/CAP_SYS_ADMIN, or --insecure-remote */
+	bool all;		/* root, CAP_PERFMON/CAP_SYS_ADMIN, --insecure-remote, TLS */
 	uid_t uid;
 	/* The per-peer limits' key: the uid for a local client, else the address. */
 	char key[64];
+	/* TCP: the client's address, for the log; else "". */
+	char addr[48];		/* INET6_ADDRSTRLEN */
 };
 
 /*
@@ -38,6 +43,12 @@ struct kpp_peer {
  * --insecure-remote was given (a remote peer sees everything).
  */
 void kpp_peer__identify(int fd, bool remote_all, struct kpp_peer *p);
+
+/*
+ * kpp_peer__tls_verified - @p presented a client certificate that
+ * verified: it sees every process.  Its key (per-client limits) stays.
+ */
+void kpp_peer__tls_verified(struct kpp_peer *p);
 
 /*
  * kpp_peer__tcp_owner - the uid owning the local TCP socket whose address

@@ -25,8 +25,10 @@
  * owner by sock_diag on loopback TCP) and sees only the processes access.c
  * allows it, in profiles, pid lists, mappings and /symbol alike; a pid it
  * may not see is answered exactly as a pid never seen.  A non-loopback
- * --listen needs --insecure-remote, which serves every process to anyone
- * who reaches the port.  The Host header is checked (DNS rebinding).
+ * --listen needs mutual TLS (tls:HOST:PORT, tls.c: a client whose
+ * certificate --tls-client-ca issued sees every process) or
+ * --insecure-remote, which serves every process to anyone who reaches the
+ * port.  The Host header is checked (DNS rebinding).
  *
  * Threads: the main thread accepts and drains the ring; each connection
  * gets its own thread, so a ?seconds=30 waits beside other scrapes, not in
@@ -34,8 +36,8 @@
  * thread-safe: whoever touches it holds srv.lock, and nobody holds it
  * while waiting, for a delta window or for a cycle to end (settle).
  *
- * Limits (slow or abandoning clients): the whole request must arrive within
- * KPP_HTTP_READ_MS and the whole reply be taken within KPP_HTTP_WRITE_MS; a client has at most SERVE_PEER_CONNS connections at
+ * Limits (slow or abandoning clients): the whole request (after the TLS
+ * handshake, in the same time) must arrive within KPP_HTTP_READ_MS and the whole reply be taken within KPP_HTTP_WRITE_MS; a client has at most SERVE_PEER_CONNS connections at
  * once (per uid locally, per address remotely), more are closed at once;
  * deltas and plain requests have separate slots (SERVE_MAX_DELTAS, of which
  * SERVE_PEER_DELTAS per client, and SERVE_MAX_REQUESTS), so waiting deltas
@@ -68,6 +70,7 @@
 #include "rates.h"
 #include "session.h"
 #include "symbolz.h"
+#include "tls.h"
 #include "verbs.h"
 
 /* Plain requests (no ?seconds=) served at once; more are answered 503. */
@@ -111,11 +114,17 @@ struct serve_counts {
 	atomic_ullong unknown_peer;	/* 403: the client's uid could not be learnt */
 	atomic_ullong abandoned;	/* deltas whose client hung up */
 	atomic_ullong symbol_cut;	/* /symbol addresses past KPP_SYMBOLZ_BUDGET_MS */
+	/* tls: listeners, connections closed without a request (tls.h) */
+	atomic_ullong tls_cert;		/* no client certificate, or not verified */
+	atomic_ullong tls_proto;	/* not TLS, a failed handshake, the client left */
+	atomic_ullong tls_slow;		/* handshake not done by the request deadline */
+	atomic_ullong tls_name;		/* verified, but names no --tls-client-name */
 };
 
 struct listener {
 	int fd;
 	bool unix_socket;
+	bool tls;			/* tls:HOST:PORT: mutual TLS (srv.tls) */
 	char path[108];			/* unix: the socket file, removed at exit */
 };
 
@@ -129,6 +138,7 @@ struct server {
 	struct peer_slot peers[SERVE_MAX_THREADS];
 	struct serve_counts n;
 	bool insecure_remote;
+	struct kpp_tls *tls;		/* the tls: listeners' certificates (read at start) */
 	bool any_ip;			/* a wildcard listen address: any IP literal is us */
 	const char *names[SERVE_MAX_NAMES];	/* Host values allowed beyond loopback's */
 	size_t nr_names;
@@ -137,8 +147,9 @@ struct server {
 /* The state each connection thread works on. */
 struct conn {
 	struct server *srv;
-	int fd;
+	struct kpp_http_conn io;	/* the socket, and its TLS session once handshaken */
 	bool unix_socket;
+	bool tls;			/* from a tls: listener: no request before the handshake */
 	struct kpp_peer peer;
 	struct peer_slot *slot;
 };
@@ -146,7 +157,9 @@ struct conn {
 static void serve_usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: kpprof serve [--listen [HOST]:PORT|unix:PATH]... [--insecure-remote]\n"
+		"Usage: kpprof serve [--listen [HOST]:PORT|unix:PATH|tls:[HOST]:PORT]...\n"
+		"                    [--tls-cert FILE --tls-key FILE --tls-client-ca FILE]\n"
+		"                    [--tls-client-name NAME]... [--insecure-remote]\n"
 		"                    [--allow-host NAME]... [--mem-rate BYTES]\n"
 		"                    [--block-rate NS] [--mutex-fraction N]\n"
 		"Serves /debug/pprof/{heap,allocs,mutex,block} (?pid= ?seconds= ?gc=1\n"
@@ -154,6 +167,12 @@ static void serve_usage(FILE *f)
 		"HOST means 127.0.0.1.  Each client sees only the processes its uid may\n"
 		"ptrace-read (root and CAP_PERFMON: all).  A non-loopback HOST needs\n"
 		"--insecure-remote: everyone who reaches the port sees every process.\n"
+		"tls:[HOST]:PORT: HTTPS with mutual TLS (1.2 or 1.3): --tls-cert and\n"
+		"--tls-key (not accessible by other users) are the server's, and every\n"
+		"client must present a certificate issued by --tls-client-ca; such a\n"
+		"client sees every process.  --tls-client-name NAME: the client's\n"
+		"certificate must also name one of these (subjectAltName DNS, or CN).\n"
+		"The files are read once, at start (a new certificate needs a restart).\n"
 		"--allow-host NAME: a Host header value to accept besides loopback's.\n");
 }
 
@@ -263,14 +282,14 @@ struct profile_req {
 };
 
 /* parse_profile - Go's parameter rules; 0, or an error already answered. */
-static int parse_profile(int fd, const struct kpp_http_req *r, struct profile_req *q)
+static int parse_profile(struct kpp_http_conn *io, const struct kpp_http_req *r, struct profile_req *q)
 {
 	char val[64], *end;
 
 	if (kpp_http__query(r->query, "pid", val, sizeof(val))) {
 		q->pid = strtoull(val, &end, 10);
 		if (*end || !*val || !q->pid || q->pid > UINT32_MAX) {
-			kpp_http__error(fd, r, 400, "pid must be a process id");
+			kpp_http__error(io, r, 400, "pid must be a process id");
 			return -1;
 		}
 	}
@@ -281,14 +300,14 @@ static int parse_profile(int fd, const struct kpp_http_req *r, struct profile_re
 		/* Go answers 400 to seconds=0 (not a positive integer). */
 		if (*end || !*val || *val == '-' || q->seconds == 0 ||
 		    q->seconds > SERVE_MAX_SECONDS) {
-			kpp_http__error(fd, r, 400,
+			kpp_http__error(io, r, 400,
 					"invalid value for \"seconds\" - must be a positive integer (at most "
 					STR(SERVE_MAX_SECONDS) ")");
 			return -1;
 		}
 		/* Go: a delta has no legacy text form. */
 		if (q->debug) {
-			kpp_http__error(fd, r, 400, "seconds and debug params are incompatible");
+			kpp_http__error(io, r, 400, "seconds and debug params are incompatible");
 			return -1;
 		}
 	}
@@ -342,6 +361,16 @@ static void serve_counts_text(struct server *srv, char *buf, size_t len)
 		 (unsigned long long)n->slow, (unsigned long long)n->host,
 		 (unsigned long long)n->unknown_peer, (unsigned long long)n->abandoned,
 		 (unsigned long long)n->symbol_cut);
+	if (srv->tls) {
+		size_t used = strlen(buf);
+
+		snprintf(buf + used, len - used,
+			 "; tls refused: %llu (client certificate missing or not trusted), "
+			 "%llu (not TLS or handshake failed), %llu (handshake too slow), "
+			 "%llu (client name not allowed)",
+			 (unsigned long long)n->tls_cert, (unsigned long long)n->tls_proto,
+			 (unsigned long long)n->tls_slow, (unsigned long long)n->tls_name);
+	}
 }
 
 /*
@@ -456,13 +485,14 @@ static void serve_profile(struct conn *c, const struct kpp_http_req *r, struct p
 	struct one_pid one = { q->pid, &set };
 	char hdr[128];
 	bool known = true;
-	int fd = c->fd, err;
+	struct kpp_http_conn *io = &c->io;
+	int err;
 
 	pthread_mutex_lock(&srv->lock);
 	err = visible(c, q->pid, &set, &known);
 	pthread_mutex_unlock(&srv->lock);
 	if (err) {
-		kpp_http__error(fd, r, 500, "out of memory");
+		kpp_http__error(io, r, 500, "out of memory");
 		return;
 	}
 	/* Another user's process is answered as a pid never seen. */
@@ -471,7 +501,7 @@ static void serve_profile(struct conn *c, const struct kpp_http_req *r, struct p
 		snprintf(out.msg, sizeof(out.msg),
 			 "no profile for pid %llu: it has not run with libkpprof.so since this server started",
 			 (unsigned long long)q->pid);
-		kpp_http__error(fd, r, 404, out.msg);
+		kpp_http__error(io, r, 404, out.msg);
 		return;
 	}
 	if (q->gc || (q->seconds && q->type == KPP_HEAP))
@@ -484,15 +514,15 @@ static void serve_profile(struct conn *c, const struct kpp_http_req *r, struct p
 	}
 	if (err) {
 		kpp_pidset__release(&set);
-		kpp_http__error(fd, r, 500, "out of memory");
+		kpp_http__error(io, r, 500, "out of memory");
 		return;
 	}
 	/* The window: no lock held, other requests go on. */
-	if (q->seconds && !wait_window(srv, fd, q->seconds)) {
+	if (q->seconds && !wait_window(srv, io->fd, q->seconds)) {
 		kpp_view__release(&old);
 		kpp_pidset__release(&set);
 		if (stop)
-			kpp_http__error(fd, r, 503, "the server is shutting down");
+			kpp_http__error(io, r, 503, "the server is shutting down");
 		return;
 	}
 	if (q->seconds && q->type == KPP_HEAP)
@@ -512,13 +542,13 @@ static void serve_profile(struct conn *c, const struct kpp_http_req *r, struct p
 	if (q->seconds)
 		kpp_view__release(&old);
 	if (out.code != 200) {
-		kpp_http__error(fd, r, out.code, out.msg);
+		kpp_http__error(io, r, out.code, out.msg);
 	} else if (q->debug) {
-		kpp_http__reply(fd, r, 200, "text/plain; charset=utf-8", NULL, out.buf, out.len);
+		kpp_http__reply(io, r, 200, "text/plain; charset=utf-8", NULL, out.buf, out.len);
 	} else {
 		snprintf(hdr, sizeof(hdr), "Content-Disposition: attachment; filename=\"%s%s\"\r\n",
 			 q->name, q->seconds ? "-delta" : "");
-		kpp_http__reply(fd, r, 200, "application/octet-stream", hdr, out.buf, out.len);
+		kpp_http__reply(io, r, 200, "application/octet-stream", hdr, out.buf, out.len);
 	}
 	free(out.buf);
 }
@@ -534,19 +564,20 @@ static void serve_symbol(struct conn *c, const struct kpp_http_req *r)
 	uint64_t pid = 0;
 	size_t len = 0;
 	bool known;
-	int fd = c->fd, err;
+	struct kpp_http_conn *io = &c->io;
+	int err;
 	FILE *f;
 
 	if (kpp_http__query(r->query, "pid", val, sizeof(val))) {
 		pid = strtoull(val, &end, 10);
 		if (*end || !pid || pid > UINT32_MAX) {
-			kpp_http__error(fd, r, 400, "pid must be a process id");
+			kpp_http__error(io, r, 400, "pid must be a process id");
 			return;
 		}
 	}
 	f = open_memstream(&buf, &len);
 	if (!f) {
-		kpp_http__error(fd, r, 500, "out of memory");
+		kpp_http__error(io, r, 500, "out of memory");
 		return;
 	}
 	/* pprof only asks whether this is 0 (no symbols) or not. */
@@ -569,9 +600,9 @@ static void serve_symbol(struct conn *c, const struct kpp_http_req *r)
 	kpp_pidset__release(&set);
 	fclose(f);
 	if (!copy)
-		kpp_http__error(fd, r, 500, "out of memory");
+		kpp_http__error(io, r, 500, "out of memory");
 	else
-		kpp_http__reply(fd, r, 200, "text/plain; charset=utf-8", NULL, buf, len);
+		kpp_http__reply(io, r, 200, "text/plain; charset=utf-8", NULL, buf, len);
 	free(buf);
 }
 
@@ -598,19 +629,20 @@ static void serve_index(struct conn *c, const struct kpp_http_req *r)
 		"kpprof profiles:\n/debug/pprof/heap\n/debug/pprof/allocs\n"
 		"/debug/pprof/mutex\n/debug/pprof/block\n/debug/pprof/symbol\n"
 		"parameters: pid=N seconds=S gc=1 debug=1\n";
-	char text[1024], counts[512];
+	char text[2048], counts[1024];
 	int n;
 
 	serve_counts_text(c->srv, counts, sizeof(counts));
 	n = snprintf(text, sizeof(text), "%s%s\n", index, counts);
-	kpp_http__reply(c->fd, r, 200, "text/plain; charset=utf-8", NULL, text,
+	kpp_http__reply(&c->io, r, 200, "text/plain; charset=utf-8", NULL, text,
 			n < (int)sizeof(text) ? (size_t)n : sizeof(text) - 1);
 }
 
 static void handle(struct conn *c, const struct kpp_http_req *r)
 {
 	const char *path = r->path;
-	int fd = c->fd, i;
+	struct kpp_http_conn *io = &c->io;
+	int i;
 
 	if (!strcmp(path, "/debug/pprof/") || !strcmp(path, "/debug/pprof")) {
 		serve_index(c, r);
@@ -618,13 +650,13 @@ static void handle(struct conn *c, const struct kpp_http_req *r)
 	}
 	if (!strcmp(path, "/debug/pprof/symbol")) {
 		if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD") && strcmp(r->method, "POST"))
-			kpp_http__error(fd, r, 405, "GET, HEAD or POST only");
+			kpp_http__error(io, r, 405, "GET, HEAD or POST only");
 		else
 			serve_symbol(c, r);
 		return;
 	}
 	if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD")) {
-		kpp_http__error(fd, r, 405, "GET or HEAD only");
+		kpp_http__error(io, r, 405, "GET or HEAD only");
 		return;
 	}
 	i = profile_index(path);
@@ -634,11 +666,11 @@ static void handle(struct conn *c, const struct kpp_http_req *r)
 			.name = profiles[i].name,
 		};
 
-		if (!parse_profile(fd, r, &q))
+		if (!parse_profile(io, r, &q))
 			serve_profile(c, r, &q);
 		return;
 	}
-	kpp_http__error(fd, r, 404, "unknown profile: try /debug/pprof/");
+	kpp_http__error(io, r, 404, "unknown profile: try /debug/pprof/");
 }
 
 /*
@@ -676,19 +708,51 @@ static const char *admit(struct conn *c, const struct kpp_http_req *r, bool *del
 	return why;
 }
 
+/*
+ * tls_handshake - on a tls: listener, the handshake, by @deadline (the
+ * request's: a client that never finishes it is dropped then and frees its
+ * slot).  0: verified, the client sees every process; else counted, logged
+ * (rate-limited) and closed without a word.
+ */
+static int tls_handshake(struct conn *c, int64_t deadline)
+{
+	struct server *srv = c->srv;
+	char why[512];
+	enum kpp_tls_fail f = kpp_tls__accept(srv->tls, c->io.fd, deadline, &c->io.tls, why,
+					      sizeof(why));
+
+	switch (f) {
+	case KPP_TLS_OK:
+		kpp_peer__tls_verified(&c->peer);
+		return 0;
+	case KPP_TLS_CERT: atomic_fetch_add(&srv->n.tls_cert, 1); break;
+	case KPP_TLS_SLOW: atomic_fetch_add(&srv->n.tls_slow, 1); break;
+	case KPP_TLS_NAME: atomic_fetch_add(&srv->n.tls_name, 1); break;
+	case KPP_TLS_PROTO:
+	case KPP_TLS_NOMEM: atomic_fetch_add(&srv->n.tls_proto, 1); break;
+	}
+	kpp_tls__log_refusal(c->peer.addr[0] ? c->peer.addr : c->peer.key, why);
+	return -1;
+}
+
 static void *conn_thread(void *arg)
 {
 	struct conn *c = arg;
 	struct server *srv = c->srv;
-	struct kpp_http_req r;
+	struct kpp_http_req r = { .query = "" };
 	bool admitted = false, delta = false;
 	const char *why;
-	int code = kpp_http__read(c->fd, &r);
+	int64_t deadline = now_ms() + KPP_HTTP_READ_MS;
+	int code = -1;
 
-	if (code) {
+	if (!c->tls || !tls_handshake(c, deadline))
+		code = kpp_http__read_within(&c->io, &r, (int)(deadline - now_ms()));
+	if (code < 0) {
+		/* The handshake failed: nothing to answer. */
+	} else if (code) {
 		if (code == 408)
 			atomic_fetch_add(&srv->n.slow, 1);
-		kpp_http__error(c->fd, NULL, code, code == 413 ? "request body too large" :
+		kpp_http__error(&c->io, NULL, code, code == 413 ? "request body too large" :
 					     code == 408 ? "request not received in time" :
 					     "malformed request");
 	} else if (!kpp_http__host_ok(&r, srv->names, srv->nr_names, srv->any_ip)) {
@@ -697,20 +761,21 @@ static void *conn_thread(void *arg)
 		 * on the Unix socket too, which a TCP bridge (socat) may feed.
 		 */
 		atomic_fetch_add(&srv->n.host, 1);
-		kpp_http__error(c->fd, &r, 403, "Host header names another server; use localhost or 127.0.0.1");
+		kpp_http__error(&c->io, &r, 403, "Host header names another server; use localhost or 127.0.0.1");
 	} else if (!c->peer.all && !c->peer.known) {
 		atomic_fetch_add(&srv->n.unknown_peer, 1);
-		kpp_http__error(c->fd, &r, 403, c->peer.kind == KPP_PEER_REMOTE ?
-				"remote clients are not served (see --insecure-remote)" :
+		kpp_http__error(&c->io, &r, 403, c->peer.kind == KPP_PEER_REMOTE ?
+				"remote clients are not served without TLS (see --listen tls: and --insecure-remote)" :
 				"cannot tell which user this connection is from");
 	} else if ((why = admit(c, &r, &delta))) {
-		kpp_http__error(c->fd, &r, 503, why);
+		kpp_http__error(&c->io, &r, 503, why);
 	} else {
 		admitted = true;
 		handle(c, &r);
 	}
 	kpp_http__release(&r);
-	close(c->fd);
+	kpp_tls__close(c->io.tls);
+	close(c->io.fd);
 	pthread_mutex_lock(&srv->count_lock);
 	if (admitted && delta) {
 		srv->deltas--;
@@ -751,7 +816,7 @@ static struct peer_slot *peer_slot(struct server *srv, const char *key)
  * thread), unless its client has SERVE_PEER_CONNS already or the server
  * SERVE_MAX_THREADS: then closed at once, counted.
  */
-static void start_conn(struct server *srv, int fd, bool unix_socket)
+static void start_conn(struct server *srv, int fd, const struct listener *l)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	sigset_t all, old;
@@ -764,9 +829,11 @@ static void start_conn(struct server *srv, int fd, bool unix_socket)
 		return;
 	}
 	c->srv = srv;
-	c->fd = fd;
-	c->unix_socket = unix_socket;
-	kpp_peer__identify(fd, srv->insecure_remote, &c->peer);
+	c->io.fd = fd;
+	c->unix_socket = l->unix_socket;
+	c->tls = l->tls;
+	/* On a tls: listener only the certificate opens anything (tls_handshake). */
+	kpp_peer__identify(fd, srv->insecure_remote && !l->tls, &c->peer);
 	pthread_mutex_lock(&srv->count_lock);
 	if (srv->threads >= SERVE_MAX_THREADS) {
 		atomic_fetch_add(&srv->n.threads, 1);
@@ -863,25 +930,30 @@ static int listen_unix(const char *path, struct listener *l)
 	return 0;
 }
 
-/* listen_tcp - @arg is [IPV4]:PORT; a non-loopback address needs --insecure-remote. */
+/*
+ * listen_tcp - @arg is [IPV4]:PORT, after "tls:" when @l->tls; a
+ * non-loopback address needs TLS or --insecure-remote.
+ */
 static int listen_tcp(struct server *srv, const char *arg, struct listener *l, char *host,
 		      size_t hlen)
 {
+	const char *spec = l->tls ? arg + 4 : arg;
 	struct sockaddr_in sa;
 	socklen_t salen = sizeof(sa);
 	char addr[INET_ADDRSTRLEN];
 	int fd, one = 1;
 
-	if (parse_listen(arg, &sa, host, hlen)) {
-		fprintf(stderr, "kpprof serve: --listen %s: expected [IPV4]:PORT or unix:PATH, e.g. 127.0.0.1:6061\n",
+	if (parse_listen(spec, &sa, host, hlen)) {
+		fprintf(stderr, "kpprof serve: --listen %s: expected [IPV4]:PORT, tls:[IPV4]:PORT or unix:PATH, e.g. 127.0.0.1:6061\n",
 			arg);
 		return -1;
 	}
-	if (!kpp_peer__is_loopback(&sa) && !srv->insecure_remote) {
+	if (!l->tls && !kpp_peer__is_loopback(&sa) && !srv->insecure_remote) {
 		fprintf(stderr,
 			"kpprof serve: --listen %s is not a loopback address: everyone who reaches it would see\n"
-			"every process's profiles.  Add --insecure-remote to mean that, or listen on loopback\n"
-			"or a Unix socket.\n", arg);
+			"every process's profiles.  Listen with mutual TLS (--listen tls:%s with --tls-cert,\n"
+			"--tls-key and --tls-client-ca), add --insecure-remote to mean that exposure, or listen\n"
+			"on loopback or a Unix socket.\n", arg, arg);
 		return -1;
 	}
 	if (sa.sin_addr.s_addr == htonl(INADDR_ANY))
@@ -897,7 +969,8 @@ static int listen_tcp(struct server *srv, const char *arg, struct listener *l, c
 	}
 	l->fd = fd;
 	inet_ntop(AF_INET, &sa.sin_addr, addr, sizeof(addr));
-	printf("kpprof: serving http://%s:%u/debug/pprof/\n", addr, ntohs(sa.sin_port));
+	printf("kpprof: serving %s://%s:%u/debug/pprof/%s\n", l->tls ? "https" : "http", addr,
+	       ntohs(sa.sin_port), l->tls ? " (client certificates required)" : "");
 	return 0;
 }
 
@@ -932,6 +1005,10 @@ int serve_main(int argc, char *argv[])
 		{ "listen", required_argument, NULL, 'l' },
 		{ "insecure-remote", no_argument, NULL, 'I' },
 		{ "allow-host", required_argument, NULL, 'A' },
+		{ "tls-cert", required_argument, NULL, 'C' },
+		{ "tls-key", required_argument, NULL, 'K' },
+		{ "tls-client-ca", required_argument, NULL, 'Q' },
+		{ "tls-client-name", required_argument, NULL, 'N' },
 		KPP_RATE_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -948,6 +1025,8 @@ int serve_main(int argc, char *argv[])
 	size_t nl = 0, nargs = 0;
 	struct kpprof_config old_cfg;
 	struct kpp_rates r = { 0 };
+	struct kpp_tls_opts tls = { 0 };
+	bool want_tls = false;
 	int opt, ret = 1;
 	time_t last_prune = 0;
 
@@ -969,6 +1048,17 @@ int serve_main(int argc, char *argv[])
 			}
 			srv.names[srv.nr_names++] = optarg;
 			break;
+		case 'C': tls.cert = optarg; break;
+		case 'K': tls.key = optarg; break;
+		case 'Q': tls.client_ca = optarg; break;
+		case 'N':
+			if (tls.nr_names == KPP_TLS_MAX_NAMES) {
+				fprintf(stderr, "kpprof serve: at most %d --tls-client-name\n",
+					KPP_TLS_MAX_NAMES);
+				return 1;
+			}
+			tls.names[tls.nr_names++] = optarg;
+			break;
 		case 'h':
 			serve_usage(stdout);
 			return 0;
@@ -988,6 +1078,19 @@ int serve_main(int argc, char *argv[])
 	}
 	if (!nargs)
 		listen_args[nargs++] = "127.0.0.1:6061";
+	for (size_t i = 0; i < nargs; i++)
+		want_tls |= !strncmp(listen_args[i], "tls:", 4);
+	if (want_tls && (!tls.cert || !tls.key || !tls.client_ca)) {
+		fprintf(stderr, "kpprof serve: --listen tls: needs --tls-cert, --tls-key and --tls-client-ca\n");
+		return 1;
+	}
+	if (!want_tls && (tls.cert || tls.key || tls.client_ca || tls.nr_names)) {
+		fprintf(stderr, "kpprof serve: --tls-* options without a --listen tls:[HOST]:PORT\n");
+		return 1;
+	}
+	/* Before anything listens: a bad file stops the server here. */
+	if (want_tls && !(srv.tls = kpp_tls__new(&tls)))
+		return 1;
 	for (; nl < nargs; nl++) {
 		struct listener *l = &ls[nl];
 
@@ -1000,6 +1103,7 @@ int serve_main(int argc, char *argv[])
 			}
 			printf("kpprof: serving %s (http://localhost/debug/pprof/)\n", listen_args[nl]);
 		} else {
+			l->tls = !strncmp(listen_args[nl], "tls:", 4);
 			if (listen_tcp(&srv, listen_args[nl], l, hosts[nl], sizeof(hosts[nl])))
 				goto out_listen;
 			/* The listen host as given is a Host value clients use. */
@@ -1011,7 +1115,7 @@ int serve_main(int argc, char *argv[])
 		goto out_listen;
 	s->on_record = on_record;
 	for (size_t i = 0; i < nl; i++)
-		if (!ls[i].unix_socket && probe_sock_diag(ls[i].fd))
+		if (!ls[i].unix_socket && !ls[i].tls && probe_sock_diag(ls[i].fd))
 			goto out;
 	/* Requests symbolize without srv.lock, under the symbolizer's (session.h). */
 	if (kpp_session__share_symbolizer(s)) {
@@ -1039,7 +1143,7 @@ int serve_main(int argc, char *argv[])
 			int cfd = accept4(ls[i].fd, NULL, NULL, SOCK_CLOEXEC);
 
 			if (cfd >= 0) {
-				start_conn(&srv, cfd, ls[i].unix_socket);
+				start_conn(&srv, cfd, &ls[i]);
 			} else if (errno == EMFILE || errno == ENFILE) {
 				/* Out of fds: the socket stays readable; do not spin on it. */
 				struct timespec nap = { 0, 50 * 1000000L };
@@ -1082,5 +1186,7 @@ out_listen:
 	}
 	kpp_access__free(srv.access);
 	srv.access = NULL;
+	kpp_tls__free(srv.tls);
+	srv.tls = NULL;
 	return ret;
 }

@@ -1,0 +1,81 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# kpprof serve --listen tls: on the host (no module needed): the
+# certificate, key and client-CA files are read and checked at start-up,
+# before anything listens, and any problem stops the server with a clear
+# line naming the file: missing, not PEM, a key that does not match the
+# certificate, a key file others may read (as ssh refuses it), a CA file
+# with no CA in it.  The TLS options without a tls: listener, and a tls:
+# listener without them, are refused.  Repo root.
+set -u
+top=$(pwd)
+. "$top/selftests/lib/tap.sh"
+. "$top/selftests/collector/tls_certs.sh"
+K=${KPPROF:-$top/user/kpprof/kpprof}
+d=$(mktemp -d /tmp/kpprof-tls-args.XXXXXX)
+trap 'rm -rf "$d"' EXIT
+tap_plan
+tls_certs "$d" || { tap_fail "openssl made the test certificates"; tap_done; }
+
+# refused NAME PATTERN ARGS...: serve exits non-zero, before listening,
+# with a line matching PATTERN.
+refused() {
+	local name=$1 pat=$2 o rc
+	shift 2
+	o=$(timeout 20 "$K" serve "$@" 2>&1)
+	rc=$?
+	if [ $rc != 0 ] && [ $rc != 124 ] && grep -qE -- "$pat" <<<"$o" && ! grep -q serving <<<"$o"; then
+		tap_ok "$name: $(grep -E -- "$pat" <<<"$o" | head -1)"
+	else
+		tap_diag "rc $rc: $o"
+		tap_fail "$name"
+	fi
+}
+L=(--listen tls:127.0.0.1:0)
+C=(--tls-cert "$d/server.pem" --tls-key "$d/server.key" --tls-client-ca "$d/ca.pem")
+
+cp "$d/server.key" "$d/open.key"
+chmod 644 "$d/open.key"
+refused "a world-readable key is refused" "open.key: permissions 0644 are too open.*world-readable" \
+	"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/open.key" --tls-client-ca "$d/ca.pem"
+chmod 602 "$d/open.key"
+refused "a world-writable key is refused" "open.key: permissions 0602 are too open" \
+	"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/open.key" --tls-client-ca "$d/ca.pem"
+refused "a missing certificate file" "--tls-cert $d/nope.pem: No such file" \
+	"${L[@]}" --tls-cert "$d/nope.pem" --tls-key "$d/server.key" --tls-client-ca "$d/ca.pem"
+refused "a missing key file" "--tls-key $d/nope.key: No such file" \
+	"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/nope.key" --tls-client-ca "$d/ca.pem"
+refused "a missing client CA file" "--tls-client-ca $d/nope.pem: No such file" \
+	"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/server.key" --tls-client-ca "$d/nope.pem"
+refused "a key that is not the certificate's" "wrong.key does not match the certificate of --tls-cert" \
+	"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/wrong.key" --tls-client-ca "$d/ca.pem"
+refused "a certificate file that is not PEM" "--tls-cert $d/openssl.cnf: not a PEM certificate" \
+	"${L[@]}" --tls-cert "$d/openssl.cnf" --tls-key "$d/server.key" --tls-client-ca "$d/ca.pem"
+refused "a client CA file with no certificate" "--tls-client-ca $d/openssl.cnf: no PEM certificate" \
+	"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/server.key" --tls-client-ca "$d/openssl.cnf"
+refused "a leaf certificate as client CA" "--tls-client-ca $d/good.pem: /CN=scraper is not a CA" \
+	"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/server.key" --tls-client-ca "$d/good.pem"
+refused "every bad file named in one run" "wrong.key does not match|nope.pem: No such" \
+	"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/wrong.key" --tls-client-ca "$d/nope.pem"
+o=$(timeout 20 "$K" serve "${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/wrong.key" \
+	--tls-client-ca "$d/nope.pem" 2>&1)
+[ "$(grep -c 'kpprof serve: --tls-' <<<"$o")" = 2 ] && tap_ok "... both of them" ||
+	{ tap_diag "$o"; tap_fail "both bad files named"; }
+refused "tls: without the files" "tls: needs --tls-cert, --tls-key and --tls-client-ca" \
+	"${L[@]}" --tls-cert "$d/server.pem"
+refused "TLS files without a tls: listener" "--tls-\\* options without a --listen tls:" \
+	--listen 127.0.0.1:0 "${C[@]}"
+refused "a plain non-loopback listener still needs --insecure-remote, and says tls:" \
+	"--listen tls:10.99.0.1:0 with --tls-cert" --listen 10.99.0.1:0
+
+# The good files pass these checks: what stops the server here is the
+# missing module (or, with one, the timeout), never a TLS file.
+o=$(timeout 5 "$K" serve "${L[@]}" "${C[@]}" --tls-client-name scraper 2>&1)
+rc=$?
+if ! grep -q -- '--tls-' <<<"$o" && { grep -q 'serving https://127.0.0.1:[0-9]*/debug/pprof/' <<<"$o" || [ $rc = 124 ]; }; then
+	tap_ok "good files accepted ($(head -1 <<<"$o"))"
+else
+	tap_diag "rc $rc: $o"
+	tap_fail "good files refused"
+fi
+tap_done
