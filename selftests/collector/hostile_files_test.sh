@@ -77,8 +77,11 @@ step "serving at $url, collector pid $srv"
 
 # --- the hostile producers, as nobody, alive until their stdin closes ---
 known() {	# the collector has drained process $1's records
-	for _ in $(seq 25); do
-		[ "$(curl -s -m 20 -o /dev/null -w '%{http_code}' "${url}heap?pid=$1")" = 200 ] && return 0
+	# 120 s in all, well inside the program's 300: a collector that stops
+	# answering must leave time to say where its threads are.
+	local t0=$SECONDS
+	while [ $((SECONDS - t0)) -lt 120 ]; do
+		[ "$(curl -s -m 10 -o /dev/null -w '%{http_code}' "${url}heap?pid=$1")" = 200 ] && return 0
 		sleep 0.2
 	done
 	for t in /proc/$srv/task/*; do tap_diag "thread ${t##*/}: $(cat "$t/wchan") $(cut -d' ' -f1 "$t/syscall")"; done
