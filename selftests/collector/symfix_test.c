@@ -12,7 +12,8 @@
  *                       file beside the program, in .debug/ for the library);
  *   debug_file_only     the process exited and its files were deleted:
  *                       only the mapping records and the debug files by
- *                       build-id are left.
+ *                       build-id are left (and, refused and counted, a
+ *                       mapping whose bias the debug file cannot prove).
  * Each fixture prints the return addresses of calls made at known lines of
  * known functions and the addresses of its functions (symfix/probe.h: the
  * compiler's __func__ and __LINE__); every one must come back with that
@@ -287,11 +288,16 @@ static void check_names(struct __test_metadata *_metadata, FIXTURE_DATA(symfix) 
 	}
 }
 
-static void check_way(struct __test_metadata *_metadata, FIXTURE_DATA(symfix) *self,
-		      const FIXTURE_VARIANT(symfix) *variant, enum way way)
+static const char *const how[] = { "with symbols", "stripped + build-id debug file",
+				   "stripped + .gnu_debuglink", "debug file only" };
+
+/*
+ * Run the fixture as @way says and read its records and mappings; for
+ * DEBUG_FILE_ONLY, then end it and delete its files.
+ */
+static void run_way(struct __test_metadata *_metadata, FIXTURE_DATA(symfix) *self,
+		    const FIXTURE_VARIANT(symfix) *variant, enum way way)
 {
-	static const char *const how[] = { "with symbols", "stripped + build-id debug file",
-					   "stripped + .gnu_debuglink", "debug file only" };
 	char prog[PATH_MAX + 64], root[PATH_MAX + 64], cmd[3 * PATH_MAX];
 
 	switch (way) {
@@ -325,11 +331,15 @@ static void check_way(struct __test_metadata *_metadata, FIXTURE_DATA(symfix) *s
 		stop_fixture(self);
 		snprintf(cmd, sizeof(cmd), "rm -r %s/run", self->tmp);
 		ASSERT_EQ(0, system(cmd));
-		check_names(_metadata, self, how[way]);
-	} else {
-		check_names(_metadata, self, how[way]);
-		stop_fixture(self);
 	}
+}
+
+static void check_way(struct __test_metadata *_metadata, FIXTURE_DATA(symfix) *self,
+		      const FIXTURE_VARIANT(symfix) *variant, enum way way)
+{
+	run_way(_metadata, self, variant, way);
+	check_names(_metadata, self, how[way]);
+	stop_fixture(self);
 }
 
 TEST_F(symfix, with_symbols)
@@ -350,6 +360,52 @@ TEST_F(symfix, stripped_debuglink)
 TEST_F(symfix, debug_file_only)
 {
 	check_way(_metadata, self, variant, DEBUG_FILE_ONLY);
+}
+
+/*
+ * Debug file only, and a mapping that is not one whole executable segment:
+ * a piece of it (as after an mprotect of part of the text), or for an
+ * ET_EXEC a place other than its vaddrs.  The bias cannot be proven from
+ * the debug file, so nothing is named (a guess would name some function),
+ * and the refusal is counted once per mapping.
+ */
+TEST_F(symfix, debug_file_only_unprovable_refused)
+{
+	const struct rec *r = NULL;
+	struct kpp_sym_stats st;
+	struct kpp_sym out;
+	struct kpp_map m;
+	uint64_t refused = 0;
+
+	run_way(_metadata, self, variant, DEBUG_FILE_ONLY);
+	for (int i = 0; i < self->nr && !r; i++)
+		if (self->recs[i].call && !strcmp(self->recs[i].fn, "prog_first"))
+			r = &self->recs[i];
+	ASSERT_NE(NULL, r);
+	/* prog_first is in the mapping's first 64 KiB: still inside a piece */
+	ASSERT_LT(r->addr + 0x1000, r->m.end);
+	m = r->m;
+	m.end -= 0x1000;
+	EXPECT_EQ(-ENOENT, kpp_symbolizer__lookup_pid(self->s, self->pid, &m, r->addr, &out))
+		TH_LOG("a piece of the text mapping named %#" PRIx64 " %s", r->addr, out.name);
+	EXPECT_EQ(-ENOENT, kpp_symbolizer__lookup_pid(self->s, self->pid, &m, r->addr, &out));
+	refused++;
+	if (strstr(variant->name, "nopie")) {
+		m = r->m;
+		m.start += 0x1000;
+		m.end += 0x1000;
+		EXPECT_EQ(-ENOENT, kpp_symbolizer__lookup_pid(self->s, self->pid, &m,
+							      r->addr + 0x1000, &out))
+			TH_LOG("an ET_EXEC a page off its vaddr named %s", out.name);
+		refused++;
+	}
+	kpp_symbolizer__stats(self->s, &st);
+	EXPECT_EQ(refused, st.debug_bias_refused);
+	/* the whole mapping, as the loader made it, still resolves */
+	EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, self->pid, &r->m, r->addr, &out));
+	EXPECT_STREQ("prog_first", out.name);
+	kpp_symbolizer__stats(self->s, &st);
+	EXPECT_EQ(refused, st.debug_bias_refused);
 }
 
 TEST_HARNESS_MAIN
