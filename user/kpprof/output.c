@@ -154,13 +154,13 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 		 ", mappings over the per-process cap %llu, maps re-read %llu"
 		 ", symbolizer refused: objects %llu mappings %llu (forgotten %llu) "
 		 "path claims %llu build-id mismatches %llu debuglinks %llu (too big %llu) "
-		 "symbol tables %llu, prefetched fds closed %llu",
+		 "symbol tables %llu debug-file-only biases %llu, prefetched fds closed %llu",
 		 (unsigned long long)maps_refused, (unsigned long long)kpp_proc__rereads(),
 		 (unsigned long long)y.objects_refused, (unsigned long long)y.mappings_refused,
 		 (unsigned long long)y.mappings_forgotten, (unsigned long long)y.claims_refused,
 		 (unsigned long long)y.build_id_mismatch, (unsigned long long)y.debuglink_refused,
 		 (unsigned long long)y.debuglink_too_big, (unsigned long long)y.symtabs_refused,
-		 (unsigned long long)y.fds_closed);
+		 (unsigned long long)y.debug_bias_refused, (unsigned long long)y.fds_closed);
 	/* Records refused against a producer's quota, by reason. */
 	used = strlen(buf);
 	bool refused = kpp_agg__refusals(a, buf + used, len - used);

@@ -7,13 +7,15 @@
  *
  *     v = a - start + offset + (p_vaddr - p_offset)
  *
- * of the executable PT_LOAD segment whose file range holds @offset.  This
- * one rule covers non-PIE executables (bias 0), PIE executables and shared
- * objects (any bias), and segments whose file offset is not page aligned:
- * lld and mold start the text segment mid-page, so the page the mapping
- * starts at also belongs to the read-only segment before it, whose bias
- * differs by a page.  A debug file (objcopy --only-keep-debug) keeps the
- * program headers with p_filesz 0, so its ranges are measured by p_memsz.
+ * of the executable PT_LOAD segment whose file range holds @offset, in the
+ * program headers of the file that was mapped.  This one rule covers
+ * non-PIE executables (bias 0), PIE executables and shared objects (any
+ * bias), and segments whose file offset is not page aligned: lld and mold
+ * start the text segment mid-page, so the page the mapping starts at also
+ * belongs to the read-only segment before it, whose bias differs by a
+ * page.  A separated debug file's program headers never take part in it
+ * (their p_offset are rewritten); when only a debug file is left, the
+ * mapping's own start gives the bias, where that is provable (map_delta()).
  *
  * Every address we get is a return address, so we look up a - 1: the call
  * instruction, which is inside the caller even when the call is the last
@@ -65,7 +67,8 @@ struct sym {
 };
 
 struct seg {
-	uint64_t vaddr, offset, size;	/* size: p_filesz, or p_memsz in a debug file */
+	uint64_t vaddr, size;	/* size: p_filesz, or p_memsz in a debug file */
+	uint64_t offset;	/* p_offset; 0 in a debug file (objcopy rewrote it) */
 	bool exec;
 };
 
@@ -83,6 +86,8 @@ struct object {
 	char *real;		/* the object's path as that process sees it */
 	struct seg *segs;
 	size_t nr_segs;
+	bool debug_segs;	/* segs from a debug file: vaddr and p_memsz only */
+	bool et_exec;		/* ET_EXEC: its vaddrs are the process's addresses */
 	struct sym *syms;
 	size_t nr_syms;
 	char *names;
@@ -106,6 +111,9 @@ struct mapent {
 	char *path;
 	size_t hash;		/* its chain in maps[] */
 	struct object *obj;	/* NULL: nothing to read */
+	/* ELF vaddr = address + delta, once its object is loaded (map_delta) */
+	bool delta_done, delta_ok;
+	uint64_t delta;
 	struct mapent *next, *older, *newer;	/* hash chain; age list */
 };
 
@@ -465,12 +473,20 @@ static int load_symbols(struct kpp_symbolizer *s, struct object *o, Elf *elf,
 	return 0;
 }
 
+/*
+ * The PT_LOAD segments of @elf: of the mapped file itself, or (@debug_file)
+ * of a separated debug file, whose p_offset and p_filesz objcopy rewrote:
+ * only their p_vaddr, p_memsz and flags are kept (see map_delta()).
+ */
 static int load_segments(struct object *o, Elf *elf, bool debug_file)
 {
+	GElf_Ehdr eh;
 	size_t n;
 
-	if (elf_getphdrnum(elf, &n))
+	if (elf_getphdrnum(elf, &n) || !gelf_getehdr(elf, &eh))
 		return -EINVAL;
+	o->debug_segs = debug_file;
+	o->et_exec = eh.e_type == ET_EXEC;
 	o->segs = calloc(n ? n : 1, sizeof(*o->segs));
 	if (!o->segs)
 		return -ENOMEM;
@@ -480,7 +496,7 @@ static int load_segments(struct object *o, Elf *elf, bool debug_file)
 		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
 			continue;
 		o->segs[o->nr_segs++] = (struct seg){
-			.vaddr = ph.p_vaddr, .offset = ph.p_offset,
+			.vaddr = ph.p_vaddr, .offset = debug_file ? 0 : ph.p_offset,
 			.size = debug_file || !ph.p_filesz ? ph.p_memsz : ph.p_filesz,
 			.exec = ph.p_flags & PF_X,
 		};
@@ -701,12 +717,16 @@ static int find_debuglink(struct kpp_symbolizer *s, struct object *o, Elf *elf)
 	return -1;
 }
 
-static bool fd_has_build_id(int fd, const struct kpp_map *m)
+static bool fd_has_id(int fd, const uint8_t *want, uint8_t want_len)
 {
 	uint8_t id[KPPROF_BUILD_ID_MAX], len = 0;
 
-	return !kpp_elf__build_id_fd(fd, id, &len) && len == m->build_id_len &&
-	       !memcmp(id, m->build_id, len);
+	return !kpp_elf__build_id_fd(fd, id, &len) && len == want_len && !memcmp(id, want, len);
+}
+
+static bool fd_has_build_id(int fd, const struct kpp_map *m)
+{
+	return fd_has_id(fd, m->build_id, m->build_id_len);
 }
 
 static bool has_debug_info(Elf *elf)
@@ -735,13 +755,13 @@ static bool has_debug_info(Elf *elf)
  * then, as libdw itself does: the collector starts fast and needs none of
  * it otherwise.
  */
-static int debuginfod_fd(struct kpp_symbolizer *s, const struct kpp_map *m)
+static int debuginfod_fd(struct kpp_symbolizer *s, const uint8_t *id, uint8_t id_len)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
 	char *path = NULL;
 	int fd;
 
-	if (!urls || !*urls || !m->build_id_len)
+	if (!urls || !*urls || !id_len)
 		return -ENOENT;
 	if (!s->dbgd_tried) {
 		void *h = dlopen("libdebuginfod.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -759,38 +779,42 @@ static int debuginfod_fd(struct kpp_symbolizer *s, const struct kpp_map *m)
 	}
 	if (!s->dbgd)
 		return -ENOENT;
-	fd = dbgd_fn.find_debuginfo(s->dbgd, m->build_id, m->build_id_len, &path);
+	fd = dbgd_fn.find_debuginfo(s->dbgd, id, id_len, &path);
 	free(path);
 	return fd;
 }
 
+/* @fd, or closed and -1 unless it has build-id @id (any file when @id_len is 0). */
+static int keep_if_id(struct kpp_symbolizer *s, int fd, const uint8_t *id, uint8_t id_len)
+{
+	if (fd < 0 || !id_len || fd_has_id(fd, id, id_len))
+		return fd;
+	s->st.build_id_mismatch++;
+	close(fd);
+	return -1;
+}
+
 /*
- * The separate debug file of @m: /usr/lib/debug/.build-id/, the
- * .gnu_debuglink of @main_elf, then debuginfod.  Build-id checked.
+ * The separate debug file of the object with build-id @id (the mapped
+ * file's, else the mapping's): /usr/lib/debug/.build-id/, the
+ * .gnu_debuglink of @main_elf, then debuginfod.  Each must carry that
+ * build-id (a debuglink file of an object without one: its CRC), so its
+ * symbols and DWARF are in the object's virtual address space.
  */
-static Elf *find_debug(struct kpp_symbolizer *s, struct object *o, const struct kpp_map *m,
-		       Elf *main_elf, int *fd)
+static Elf *find_debug(struct kpp_symbolizer *s, struct object *o, const uint8_t *id,
+		       uint8_t id_len, Elf *main_elf, int *fd)
 {
 	char dbg[KPPROF_PATH_MAX];
 
 	*fd = -1;
-	if (m->build_id_len) {
-		debug_by_build_id(m->build_id, m->build_id_len, dbg, sizeof(dbg));
-		*fd = open_debug(dbg);
-		if (*fd >= 0 && !fd_has_build_id(*fd, m)) {
-			close(*fd);
-			*fd = -1;
-		}
+	if (id_len) {
+		debug_by_build_id(id, id_len, dbg, sizeof(dbg));
+		*fd = keep_if_id(s, open_debug(dbg), id, id_len);
 	}
 	if (*fd < 0 && main_elf)
-		*fd = find_debuglink(s, o, main_elf);
-	if (*fd < 0) {
-		*fd = debuginfod_fd(s, m);
-		if (*fd >= 0 && !fd_has_build_id(*fd, m)) {
-			close(*fd);
-			*fd = -1;
-		}
-	}
+		*fd = keep_if_id(s, find_debuglink(s, o, main_elf), id, id_len);
+	if (*fd < 0)
+		*fd = keep_if_id(s, debuginfod_fd(s, id, id_len), id, id_len);
 	return elf_of_fd(fd);
 }
 
@@ -863,6 +887,7 @@ static void object_load(struct kpp_symbolizer *s, struct object *o, uint32_t pid
 {
 	bool has_symtab = false;
 	int fd = o->pending_fd >= 0 ? o->pending_fd : reopen(o, pid, m), dfd = -1;
+	uint8_t id[KPPROF_BUILD_ID_MAX], id_len = 0;
 	Elf *elf, *delf = NULL;
 
 	if (o->pending_fd >= 0)
@@ -878,16 +903,23 @@ static void object_load(struct kpp_symbolizer *s, struct object *o, uint32_t pid
 		fd = -1;
 	}
 	if (elf) {
+		/* The segments of the file mapped: the bias comes from them alone. */
 		if (load_segments(o, elf, false) || load_symbols(s, o, elf, &has_symtab))
 			goto out;
 		o->ok = true;
+		/* Its debug file must be its own: the file's build-id (the record may have none). */
+		if (kpp_elf__build_id_fd(fd, id, &id_len))
+			id_len = 0;
 		if (has_debug_info(elf))
 			keep_dwarf(o, &elf, &fd);
 		if (!has_symtab || !o->dw)
-			delf = find_debug(s, o, m, elf ? elf : o->dw_elf, &dfd);
+			delf = find_debug(s, o, id, id_len, elf ? elf : o->dw_elf, &dfd);
 	} else {
-		/* Debug files keep the program headers, so the bias still works. */
-		delf = find_debug(s, o, m, NULL, &dfd);
+		/*
+		 * Only a debug file, by the mapping's build-id: its segments
+		 * give vaddrs and sizes, never the bias (map_delta()).
+		 */
+		delf = find_debug(s, o, m->build_id, m->build_id_len, NULL, &dfd);
 		if (!delf || load_segments(o, delf, true))
 			goto out;
 		o->ok = true;
@@ -1120,11 +1152,12 @@ static void resolve(struct kpp_symbolizer *s, struct mapent *e, uint32_t pid,
 }
 
 /*
- * get_object - @m's object; @load: parsed, else (prefetch) only opened, which
- * is quick (the collector must keep up with the ring) and enough: the fd
- * stays valid after the process exits, and is parsed at the first lookup.
+ * get_mapent - @pid's entry for @m, with its object; @load: parsed, else
+ * (prefetch) only opened, which is quick (the collector must keep up with
+ * the ring) and enough: the fd stays valid after the process exits, and is
+ * parsed at the first lookup.
  */
-static struct object *get_object(struct kpp_symbolizer *s, uint32_t pid,
+static struct mapent *get_mapent(struct kpp_symbolizer *s, uint32_t pid,
 				 const struct kpp_map *m, bool load)
 {
 	size_t h = map_hash(pid, m) % MAP_HASH;
@@ -1148,12 +1181,12 @@ static struct object *get_object(struct kpp_symbolizer *s, uint32_t pid,
 			qsort(o->syms, o->nr_syms, sizeof(*o->syms), cmp_sym);
 		s->nr_symbols += o->nr_syms;
 	}
-	return o;
+	return e;
 }
 
 void kpp_symbolizer__prefetch(struct kpp_symbolizer *s, uint32_t pid, const struct kpp_map *m)
 {
-	get_object(s, pid, m, false);
+	get_mapent(s, pid, m, false);
 }
 
 /*
@@ -1177,6 +1210,72 @@ static const struct seg *pick_seg(const struct object *o, uint64_t off)
 			first_x = g;
 	}
 	return any ? any : first_x ? first_x : &o->segs[0];
+}
+
+/*
+ * map_delta - the ELF virtual address of address a of mapping @m of
+ * object @o is a + delta; false: not provable, the frames keep their
+ * addresses (counted in debug_bias_refused).
+ *
+ * THE RULE: address -> file offset -> virtual address comes only from the
+ * object that was mapped: its own program headers, the PT_LOAD whose file
+ * range holds the mapping's offset (pick_seg()).  A separated debug file's
+ * program headers never take part: objcopy --only-keep-debug turns its
+ * sections NOBITS and rewrites every p_offset (lld's text 0x38960 becomes
+ * 0x960), and a bias read from them names the wrong function (libc's
+ * frames came out as __mpn_mul).  A debug file is consulted by virtual
+ * address only: its symbols and DWARF are in the binary's address space
+ * because their build-ids match (find_debug()).
+ *
+ * When the mapped file cannot be opened (deleted, the process gone) and
+ * only its debug file is found by build-id, the bias comes from the
+ * mapping itself, where that is provable.  Every executable mapping the
+ * kernel or ld.so makes, and every MMAP record the shim sends, is one
+ * whole PT_LOAD segment: from the page of p_vaddr to the page end of
+ * p_vaddr + p_memsz (p_filesz = p_memsz for code).  The mapping holds a
+ * return address, so it is executable.  If the debug file has exactly one
+ * executable PT_LOAD spanning as many pages as the mapping, and none
+ * larger (of which the mapping could be a piece, had the process
+ * mprotect'ed part of it), the mapping starts at that segment's first
+ * page: delta = page(p_vaddr) - start, which must be 0 for an ET_EXEC.
+ * Anything else is refused and counted, never guessed.  p_align is not
+ * used: the loader aligns a bias as it likes (any page) and the mapping
+ * says where it went.
+ */
+static bool map_delta(struct kpp_symbolizer *s, const struct object *o, const struct kpp_map *m,
+		      uint64_t *delta)
+{
+	const uint64_t page = 4096, mask = page - 1;	/* the shim's and pick_seg's page */
+	const struct seg *seg = NULL;
+	uint64_t len = m->end - m->start;
+	bool larger = false;
+	int found = 0;
+
+	if (!o->debug_segs) {
+		seg = pick_seg(o, m->offset);
+		*delta = m->offset - m->start + seg->vaddr - seg->offset;
+		return true;
+	}
+	for (size_t i = 0; m->end > m->start && !((m->start | m->end) & mask) && i < o->nr_segs;
+	     i++) {
+		const struct seg *g = &o->segs[i];
+		uint64_t first = g->vaddr & ~mask, end = (g->vaddr + g->size + mask) & ~mask;
+
+		if (!g->exec || end <= first)
+			continue;
+		if (end - first == len) {
+			seg = g;
+			found++;
+		} else if (end - first > len) {
+			larger = true;
+		}
+	}
+	if (found != 1 || larger || (o->et_exec && (seg->vaddr & ~mask) != m->start)) {
+		s->st.debug_bias_refused++;
+		return false;
+	}
+	*delta = (seg->vaddr & ~mask) - m->start;
+	return true;
 }
 
 static const struct sym *find_sym(struct object *o, uint64_t v)
@@ -1212,17 +1311,22 @@ static const struct sym *find_sym(struct object *o, uint64_t v)
 int kpp_symbolizer__lookup_pid(struct kpp_symbolizer *s, uint32_t pid,
 			       const struct kpp_map *m, uint64_t addr, struct kpp_sym *out)
 {
-	struct object *o = get_object(s, pid, m, true);
+	struct mapent *e = get_mapent(s, pid, m, true);
+	struct object *o = e ? e->obj : NULL;
 	const struct sym *sym;
-	const struct seg *seg;
 	unsigned int n = 0, k = 0;
 	uint64_t v;
 
 	if (!o || !o->ok)
 		return -ENOENT;
-	seg = pick_seg(o, m->offset);
+	if (!e->delta_done) {
+		e->delta_done = true;
+		e->delta_ok = map_delta(s, o, m, &e->delta);
+	}
+	if (!e->delta_ok)
+		return -ENOENT;
 	/* a return address: look up the call, a - 1 */
-	v = addr - 1 - m->start + m->offset + (seg->vaddr - seg->offset);
+	v = addr - 1 + e->delta;
 	sym = find_sym(o, v);
 	out->nr_frames = 0;
 	out->has_lines = false;

@@ -52,6 +52,8 @@ struct kpp_sym_stats {
 	uint64_t debuglink_refused;	/* not a basename, or no usable object path */
 	uint64_t debuglink_too_big;	/* over the size cap or the uid's budget */
 	uint64_t symtabs_refused;	/* over KPP_SYM_MAX_SYMBOLS */
+	uint64_t debug_bias_refused;	/* mappings whose object is only a debug
+					 * file and whose bias it cannot prove */
 };
 
 /* One frame of an inline chain; strings owned by the symbolizer. */
