@@ -4,6 +4,9 @@
 # what a sample may cost the program it runs in.
 #   - a sampled malloc in a handler on an 8 KiB sigaltstack with a guard
 #     page does not overflow it;
+#   - a signal handler that needs 200 KiB of stack (it would run on an
+#     8 MiB thread stack without the shim) survives being delivered while
+#     a sample runs on its private stack (DEEP_KIB; 20 such deliveries);
 #   - on a 16 KiB makecontext() stack, malloc+free with a sample takes at
 #     most 1 KiB more of the caller's stack than without the shim;
 #   - no descriptor appears in /proc/self/fd once the process has sampled;
@@ -32,6 +35,7 @@ trap 'rm -rf "$tmp"' EXIT
 STACK_EXTRA_MAX=1024	# bytes of the caller's stack a sample may add
 T=60			# seconds: a run that takes longer hung
 TLS_MAX=512		# bytes of static TLS
+DEEP_KIB=200		# KiB of stack a signal handler uses
 
 tap_plan
 shim_test_config 1 1 1 >"$tmp/cfg" || { tap_fail "config file"; tap_done; }
@@ -46,6 +50,10 @@ shimmed() {
 }
 
 plain_co=$("$d/stack_checks" costack | awk '{ print $2 }')
+out=$("$d/stack_checks" deephandler $DEEP_KIB 1 2>&1); rc=$?
+[ $rc = 0 ] && grep -q "^deephandler [1-9][0-9]* handlers, 0 on another stack" <<<"$out" &&
+	tap_ok "without the shim: a handler using $DEEP_KIB KiB of stack ($out)" ||
+	tap_fail "without the shim: a handler using $DEEP_KIB KiB of stack" "rc $rc: $out"
 for lib in "$@"; do
 	lib=$(realpath "$lib")
 	b=$(basename "$lib")
@@ -55,6 +63,12 @@ for lib in "$@"; do
 		[ $rc = 0 ] && [ -s "$tmp/sink" ] && grep -q '^ok: 100 handlers' <<<"$out" &&
 			tap_ok "$b $unwind: sampled malloc in a handler on an 8 KiB sigaltstack" ||
 			tap_fail "$b $unwind: 8 KiB sigaltstack" "rc $rc: $out"
+
+		out=$(shimmed "$lib" $unwind "$d/stack_checks" deephandler $DEEP_KIB 2>&1); rc=$?
+		[ $rc = 0 ] && grep -q "^deephandler [0-9]* handlers, 20 on another stack" <<<"$out" &&
+			tap_ok "$b $unwind: a handler using $DEEP_KIB KiB of stack, delivered during samples ($out)" ||
+			tap_fail "$b $unwind: a handler using $DEEP_KIB KiB of stack during a sample" \
+				"rc $rc (139: SIGSEGV; fewer than 20 on another stack: not provoked): $out"
 
 		co=$(shimmed "$lib" $unwind "$d/stack_checks" costack | awk '{ print $2 }')
 		[ -n "$co" ] && [ -n "$plain_co" ] && [ -s "$tmp/sink" ] &&
