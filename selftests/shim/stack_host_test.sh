@@ -25,13 +25,7 @@
 #     workload), and takes most of them.
 # usage: selftests/shim/stack_host_test.sh [SHIM.so...]
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/selftests/lib/tap.sh"
-. "$top/selftests/shim/test_config.sh"
-d=$top/selftests/shim
-[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
-tmp=$(mktemp -d /tmp/shim-stack.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
 STACK_EXTRA_MAX=1024	# bytes of the caller's stack a sample may add
 T=60			# seconds: a run that takes longer hung
 TLS_MAX=512		# bytes of static TLS
