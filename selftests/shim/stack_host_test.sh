@@ -6,7 +6,8 @@
 #     page does not overflow it;
 #   - a signal handler that needs 200 KiB of stack (it would run on an
 #     8 MiB thread stack without the shim) survives being delivered while
-#     a sample runs on its private stack (DEEP_KIB; 20 such deliveries);
+#     a sample runs on its private stack (DEEP_KIB; 20 such deliveries),
+#     and one using 32 KiB under a finite RLIMIT_AS (64 KiB stacks there);
 #   - on a 16 KiB makecontext() stack, malloc+free with a sample takes at
 #     most 1 KiB more of the caller's stack than without the shim;
 #   - no descriptor appears in /proc/self/fd once the process has sampled;
@@ -63,6 +64,13 @@ for lib in "$@"; do
 			tap_ok "$b $unwind: a handler using $DEEP_KIB KiB of stack, delivered during samples ($out)" ||
 			tap_fail "$b $unwind: a handler using $DEEP_KIB KiB of stack during a sample" \
 				"rc $rc (139: SIGSEGV; fewer than 20 on another stack: not provoked): $out"
+
+		# Under a finite RLIMIT_AS the private stacks are 64 KiB (README,
+		# Known limits): a 32 KiB handler still fits.
+		out=$(ulimit -v 4000000 && shimmed "$lib" $unwind "$d/stack_checks" deephandler 32 2>&1); rc=$?
+		[ $rc = 0 ] && grep -q "^deephandler [0-9]* handlers, 20 on another stack" <<<"$out" &&
+			tap_ok "$b $unwind: under ulimit -v, a handler using 32 KiB during samples ($out)" ||
+			tap_fail "$b $unwind: under ulimit -v, a 32 KiB handler during a sample" "rc $rc: $out"
 
 		co=$(shimmed "$lib" $unwind "$d/stack_checks" costack | awk '{ print $2 }')
 		[ -n "$co" ] && [ -n "$plain_co" ] && [ -s "$tmp/sink" ] &&
