@@ -249,9 +249,12 @@ int main(int argc, char **argv)
 		for (base = 0; base_name && base < nv; base++)
 			if (!strcmp(vs[base].name, base_name))
 				break;
-		if (base == nv || lib) {
-			fprintf(stderr, "spawn_loop: no variant %s (or --preload with --variant)\n",
-				base_name);
+		if (base == nv) {
+			fprintf(stderr, "spawn_loop: --base %s names no variant\n", base_name);
+			return 2;
+		}
+		if (lib) {
+			fprintf(stderr, "spawn_loop: --preload and --variant exclude each other\n");
 			return 2;
 		}
 		return variants_main(vs, nv, base, rounds, n, argv + i + 1);
