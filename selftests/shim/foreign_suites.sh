@@ -21,7 +21,12 @@
 #   sqlite:  sqlite3 builds, sorts with worker threads, queries and checks
 #            a 300,000-row database (foreign_sqlite.sh; sqlite3).
 # Their "metric:" lines (throughput) are printed for each mode.
-# Timings on a shared, loaded machine are noisy: rerun a SLOW test alone.
+# Timings on a shared, loaded machine are noisy: rerun a SLOW test alone
+# (some of glib's tests, gvariant for one, draw random cases: a run's work
+# differs from the next one's; compare CPU time of several runs).  At rate
+# 1 every allocation costs a sample and a record's write(2): tests that
+# allocate millions of blocks (glib's gmenumodel, gvariant) are 3 to 7x
+# slower there, and SLOW says so.
 #
 # usage: selftests/shim/foreign_suites.sh [-s 'SUITE...'] [SHIM.so]
 # Prints one line per test and mode ("test mode rc seconds"), a verdict
