@@ -44,6 +44,13 @@ shimmed() {
 		KPPROF_UNWIND=$unwind LD_PRELOAD=$lib timeout -s KILL $T "$@"
 }
 
+# foreign20 OUTPUT: stack_checks deephandler ran at least 20 handlers on
+# another stack than the thread's (its loop stops at 20; one more may land
+# before it looks).
+foreign20() {
+	awk '$1 == "deephandler" && $4 >= 20 { ok = 1 } END { exit !ok }' <<<"$1"
+}
+
 plain_co=$("$d/stack_checks" costack | awk '{ print $2 }')
 out=$("$d/stack_checks" deephandler $DEEP_KIB 1 2>&1); rc=$?
 [ $rc = 0 ] && grep -q "^deephandler [1-9][0-9]* handlers, 0 on another stack" <<<"$out" &&
@@ -60,7 +67,7 @@ for lib in "$@"; do
 			tap_fail "$b $unwind: 8 KiB sigaltstack" "rc $rc: $out"
 
 		out=$(shimmed "$lib" $unwind "$d/stack_checks" deephandler $DEEP_KIB 2>&1); rc=$?
-		[ $rc = 0 ] && grep -q "^deephandler [0-9]* handlers, 20 on another stack" <<<"$out" &&
+		[ $rc = 0 ] && foreign20 "$out" &&
 			tap_ok "$b $unwind: a handler using $DEEP_KIB KiB of stack, delivered during samples ($out)" ||
 			tap_fail "$b $unwind: a handler using $DEEP_KIB KiB of stack during a sample" \
 				"rc $rc (139: SIGSEGV; fewer than 20 on another stack: not provoked): $out"
@@ -68,7 +75,7 @@ for lib in "$@"; do
 		# Under a finite RLIMIT_AS the private stacks are 64 KiB (README,
 		# Known limits): a 32 KiB handler still fits.
 		out=$(ulimit -v 4000000 && shimmed "$lib" $unwind "$d/stack_checks" deephandler 32 2>&1); rc=$?
-		[ $rc = 0 ] && grep -q "^deephandler [0-9]* handlers, 20 on another stack" <<<"$out" &&
+		[ $rc = 0 ] && foreign20 "$out" &&
 			tap_ok "$b $unwind: under ulimit -v, a handler using 32 KiB during samples ($out)" ||
 			tap_fail "$b $unwind: under ulimit -v, a 32 KiB handler during a sample" "rc $rc: $out"
 
