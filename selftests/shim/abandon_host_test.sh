@@ -10,13 +10,7 @@
 # inside the handler abandons nothing.
 # usage: selftests/shim/abandon_host_test.sh [SHIM.so...]
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/selftests/lib/tap.sh"
-. "$top/selftests/shim/test_config.sh"
-d=$top/selftests/shim
-[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
-tmp=$(mktemp -d /tmp/shim-abandon.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
 T=60	# seconds: longer is a hang (the unfixed shim spins in seccomp.c)
 
 tap_plan

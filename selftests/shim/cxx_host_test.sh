@@ -10,13 +10,7 @@
 # by exactly one FREE after it (the delete's fast path must not lose it).
 # usage: selftests/shim/cxx_host_test.sh [SHIM.so...]
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/selftests/lib/tap.sh"
-. "$top/selftests/shim/test_config.sh"
-d=$top/selftests/shim
-[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
-tmp=$(mktemp -d /tmp/shim-cxx.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
 
 tap_plan
 shim_test_config 1 0 0 >"$tmp/cfg"

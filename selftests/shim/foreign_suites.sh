@@ -12,7 +12,21 @@
 #   glib, gdk-pixbuf (or any other directory of /usr/share/installed-tests):
 #            each .test's Exec (libglib2.0-tests, gdk-pixbuf-tests).  dbus's
 #            (dbus-tests) need a session bus: all fail plainly here.
-# Timings on a shared, loaded machine are noisy: rerun a SLOW test alone.
+#   redis:   a real server under load (foreign_redis.sh): redis-server
+#            with I/O threads, redis-benchmark, a BGSAVE fork, every key
+#            read back, clean shutdown (redis-server, redis-tools);
+#   postgres: a real server under load (foreign_postgres.sh): initdb,
+#            pgbench -i and 20 s of pgbench with 4 clients, balances
+#            checked, clean stop (postgresql-15, postgresql-client-15);
+#   sqlite:  sqlite3 builds, sorts with worker threads, queries and checks
+#            a 300,000-row database (foreign_sqlite.sh; sqlite3).
+# Their "metric:" lines (throughput) are printed for each mode.
+# Timings on a shared, loaded machine are noisy: rerun a SLOW test alone
+# (some of glib's tests, gvariant for one, draw random cases: a run's work
+# differs from the next one's; compare CPU time of several runs).  At rate
+# 1 every allocation costs a sample and a record's write(2): tests that
+# allocate millions of blocks (glib's gmenumodel, gvariant) are 3 to 7x
+# slower there, and SLOW says so.
 #
 # usage: selftests/shim/foreign_suites.sh [-s 'SUITE...'] [SHIM.so]
 # Prints one line per test and mode ("test mode rc seconds"), a verdict
@@ -21,7 +35,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/shim/test_config.sh"
-suites="python glib gdk-pixbuf"
+suites="python glib gdk-pixbuf redis postgres sqlite"
 if [ "${1:-}" = -s ]; then suites=$2; shift 2; fi
 lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
 tmp=$(mktemp -d /tmp/shim-foreign.XXXXXX)
@@ -29,6 +43,8 @@ trap 'rm -rf "$tmp"' EXIT
 T=${T:-900}	# seconds: one test run longer than this counts as a failure
 shim_test_config 524288 0 0 >"$tmp/default" || exit 2
 shim_test_config 1 1 1 >"$tmp/rate1" || exit 2
+# readable by the servers' own users (postgres)
+chmod 755 "$tmp" && chmod 644 "$tmp/default" "$tmp/rate1" || exit 2
 bad=0
 declare -A n
 
@@ -47,6 +63,7 @@ run() {
 	t1=$(date +%s.%N)
 	secs=$(echo "$t1 - $t0" | bc)
 	printf '%s %s rc %d %.1f s\n' "$name" "$mode" "$rc" "$secs"
+	sed -n 's/^metric: /#   /p' "$tmp/out"
 }
 
 # one SUITE NAME DIR CMD...: the three modes and a verdict.
@@ -81,6 +98,8 @@ for suite in $suites; do
 			 test_ctypes test_fork1 test_threadsignals; do
 			one python "python:$m" "$tmp" /usr/bin/python3 -m test -j1 "$m"
 		done ;;
+	redis|postgres|sqlite)
+		one $suite "$suite" "$tmp" "$top/selftests/shim/foreign_$suite.sh" ;;
 	*)	# GNOME-style installed tests: /usr/share/installed-tests/SUITE
 		for f in /usr/share/installed-tests/"$suite"/*.test; do
 			exe=$(sed -n 's/^Exec=//p' "$f")

@@ -12,28 +12,14 @@
 #  - waiters the wait table has no room for are counted, not lost silently.
 # usage: selftests/shim/lock_host_test.sh [SHIM.so...]
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/selftests/lib/tap.sh"
-. "$top/selftests/shim/test_config.sh"
-d=$top/selftests/shim
-[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
-tmp=$(mktemp -d /tmp/shim-lock.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
 
 # run LIB TIMEOUT ARGS...: lock_workload under the shim; records in
 # $tmp/dump, stdout $tmp/out, stderr $tmp/err, status $tmp/rc.
 run() {
 	local lib=$1 limit=$2
 	shift 2
-	rm -f "$tmp/sink"
-	timeout -k 5 "$limit" env KPPROF_DEBUG=1 KPPROF_TEST_CONFIG="$tmp/cfg" \
-		KPPROF_TEST_SINK="$tmp/sink" LD_PRELOAD="$lib" "$d/lock_workload" "$@" >"$tmp/out" 2>"$tmp/err"
-	echo $? >"$tmp/rc"
-	if [ -f "$tmp/sink" ]; then
-		"$d/shim_reader" --decode "$tmp/sink" >"$tmp/dump"
-	else
-		: >"$tmp/dump"
-	fi
+	shim_run "$limit" "$lib" KPPROF_DEBUG=1 "$d/lock_workload" "$@"
 }
 
 check() {	# check NAME EXPR: pass if the shell arithmetic EXPR holds

@@ -7,12 +7,7 @@
 # and every other process does write records.
 # usage: selftests/shim/optout_host_test.sh [SHIM.so...]
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/selftests/lib/tap.sh"
-. "$top/selftests/shim/test_config.sh"
-[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
-tmp=$(mktemp -d /tmp/shim-optout.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
 
 tap_plan
 shim_test_config 1 1 1 >"$tmp/cfg" || { tap_fail "config file"; tap_done; }

@@ -8,13 +8,8 @@
 # from the unloaded library took 1 frame of 6).
 # usage: selftests/shim/reload_host_test.sh [CROSSCHECK-SHIM.so]
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/selftests/lib/tap.sh"
-. "$top/selftests/shim/test_config.sh"
-d=$top/selftests/shim
+shim_defaults= . "$(dirname "$0")/lib.sh"
 lib=$(realpath "${1:-$top/user/shim/libkpprof-crosscheck.so}")
-tmp=$(mktemp -d /tmp/shim-reload.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 
 tap_plan 2
 shim_test_config 1 1 1 >"$tmp/cfg" || { tap_fail "config file"; tap_done; }

@@ -8,13 +8,7 @@
 # 1.7 million runs.
 # usage: selftests/shim/safety_host_test.sh [SHIM.so...]
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/selftests/lib/tap.sh"
-. "$top/selftests/shim/test_config.sh"
-d=$top/selftests/shim
-[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
-tmp=$(mktemp -d /tmp/shim-safety.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
 
 # cfg MEM BLOCK MUTEX: a config page file (every profile on).
 cfg() {
@@ -26,15 +20,7 @@ cfg() {
 run() {
 	local lib=$1
 	shift
-	rm -f "$tmp/sink"
-	KPPROF_TEST_CONFIG=$tmp/cfg KPPROF_TEST_SINK=$tmp/sink LD_PRELOAD=$lib \
-		"$d/safety_workload" "$@" >"$tmp/out" 2>"$tmp/err"
-	echo $? >"$tmp/rc"
-	if [ -f "$tmp/sink" ]; then
-		"$d/shim_reader" --decode "$tmp/sink" >"$tmp/dump"
-	else
-		: >"$tmp/dump"
-	fi
+	shim_run 300 "$lib" "$d/safety_workload" "$@"
 }
 
 # check NAME EXPR [DIAG]: pass if the shell arithmetic EXPR holds.

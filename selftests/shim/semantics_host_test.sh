@@ -20,14 +20,9 @@
 #   - a process on a host without the module reads nothing in /proc.
 # usage: selftests/shim/semantics_host_test.sh [SHIM.so]
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/selftests/lib/tap.sh"
-. "$top/selftests/shim/test_config.sh"
-d=$top/selftests/shim
+shim_defaults= . "$(dirname "$0")/lib.sh"
 lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
 full=$d/libsem_fullring.so
-tmp=$(mktemp -d /tmp/shim-sem.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 chmod 755 "$tmp"
 
 # cfg MEM: a config page file with heap rate MEM (block and mutex off).
@@ -35,22 +30,11 @@ cfg() {
 	shim_test_config "$1" 0 0 >"$tmp/cfg"
 }
 
-# [VAR=VALUE...] run PRELOAD CMD...: run CMD in test mode, its environment
-# given by env after the preload starts (so neither timeout nor env write
-# records of their own); records in $tmp/dump, stdout in $tmp/out, stderr
-# in $tmp/err, exit status in $tmp/rc.  Bounded: a hang is exit status 124.
+# [T=SECONDS] run PRELOAD [VAR=VALUE...] CMD...: lib.sh's shim_run (CMD in
+# test mode under PRELOAD; $tmp/out, err, rc, dump), bounded by T seconds
+# (default 120): a hang is exit status 124.
 run() {
-	local pre=$1
-	shift
-	rm -f "$tmp/sink"
-	timeout "${T:-120}" env KPPROF_TEST_CONFIG="$tmp/cfg" KPPROF_TEST_SINK="$tmp/sink" \
-		LD_PRELOAD="$pre" "$@" >"$tmp/out" 2>"$tmp/err"
-	echo $? >"$tmp/rc"
-	if [ -f "$tmp/sink" ]; then
-		"$d/shim_reader" --decode "$tmp/sink" >"$tmp/dump"
-	else
-		: >"$tmp/dump"
-	fi
+	shim_run "${T:-120}" "$@"
 }
 
 rc() { cat "$tmp/rc"; }

@@ -19,6 +19,15 @@
  *                  test sink (KPPROF_TEST_SINK): prints "deep N/19" where
  *                  N is how many of deep_0..deep_17 and deep_leaf the
  *                  best ALLOC record of 12345 bytes names.
+ *   deephandler KIB [SECONDS]  a SIGALRM handler (no sigaltstack) that uses KIB KiB
+ *                  of stack, from an interval timer every 100 us, while
+ *                  the main thread allocates in a loop (at rate 1 most of
+ *                  its time is in samples, so the signal often lands on a
+ *                  sample's private stack): until 20 handlers have run on a
+ *                  stack other than the thread's own, at most SECONDS
+ *                  (default 20); prints
+ *                  "deephandler H handlers, F on another stack, KIB KiB
+ *                  each" (plainly F is 0: there is no other stack).
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -31,6 +40,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <alloca.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include "kpprof.h"
@@ -240,6 +252,62 @@ static int deep(const char *lib)
 	return 0;
 }
 
+static char *main_lo, *main_hi;
+static volatile unsigned long deep_kib, deep_handled, deep_foreign;
+
+static void on_alrm(int sig)
+{
+	char here;
+	volatile char *buf = alloca(deep_kib << 10);
+
+	(void)sig;
+	/* Touch every page, from the top down as a deep call chain would. */
+	for (long i = (long)(deep_kib << 10) - 1; i >= 0; i -= 1024)
+		buf[i] = (char)i;
+	if (&here < main_lo || &here >= main_hi)
+		deep_foreign++;
+	deep_handled++;
+}
+
+static int deephandler(unsigned long kib, long secs)
+{
+	struct sigaction sa = { .sa_handler = on_alrm, .sa_flags = SA_RESTART };
+	struct itimerval it = { { 0, 100 }, { 0, 100 } };
+	struct timespec t0, t;
+	pthread_attr_t attr;
+	size_t size;
+	void *lo;
+
+	if (pthread_getattr_np(pthread_self(), &attr) ||
+	    pthread_attr_getstack(&attr, &lo, &size)) {
+		perror("pthread_getattr_np");
+		return 2;
+	}
+	main_lo = lo;
+	main_hi = main_lo + size;
+	deep_kib = kib;
+	if (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &it, NULL)) {
+		perror("setitimer");
+		return 2;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (unsigned long i = 0; deep_foreign < 20; i++) {
+		void *volatile p = malloc(64 + (i & 1023));
+
+		free(p);
+		if (i % 1024)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec >= secs)
+			break;
+	}
+	it = (struct itimerval){ { 0, 0 }, { 0, 0 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("deephandler %lu handlers, %lu on another stack, %lu KiB each\n",
+	       deep_handled, deep_foreign, kib);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 2 && !strcmp(argv[1], "altstack"))
@@ -250,6 +318,9 @@ int main(int argc, char **argv)
 		return fds();
 	if (argc > 2 && !strcmp(argv[1], "deep"))
 		return deep(argv[2]);
-	fprintf(stderr, "usage: stack_checks altstack SIZE | costack | fds | deep LIB\n");
+	if (argc > 2 && !strcmp(argv[1], "deephandler"))
+		return deephandler(strtoul(argv[2], NULL, 0),
+				   argc > 3 ? atol(argv[3]) : 20);
+	fprintf(stderr, "usage: stack_checks altstack SIZE | costack | fds | deep LIB | deephandler KIB [SECONDS]\n");
 	return 2;
 }

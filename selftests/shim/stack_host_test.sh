@@ -4,6 +4,10 @@
 # what a sample may cost the program it runs in.
 #   - a sampled malloc in a handler on an 8 KiB sigaltstack with a guard
 #     page does not overflow it;
+#   - a signal handler that needs 200 KiB of stack (it would run on an
+#     8 MiB thread stack without the shim) survives being delivered while
+#     a sample runs on its private stack (DEEP_KIB; 20 such deliveries),
+#     and one using 32 KiB under a finite RLIMIT_AS (64 KiB stacks there);
 #   - on a 16 KiB makecontext() stack, malloc+free with a sample takes at
 #     most 1 KiB more of the caller's stack than without the shim;
 #   - no descriptor appears in /proc/self/fd once the process has sampled;
@@ -22,16 +26,11 @@
 #     workload), and takes most of them.
 # usage: selftests/shim/stack_host_test.sh [SHIM.so...]
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/selftests/lib/tap.sh"
-. "$top/selftests/shim/test_config.sh"
-d=$top/selftests/shim
-[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
-tmp=$(mktemp -d /tmp/shim-stack.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
 STACK_EXTRA_MAX=1024	# bytes of the caller's stack a sample may add
 T=60			# seconds: a run that takes longer hung
 TLS_MAX=512		# bytes of static TLS
+DEEP_KIB=200		# KiB of stack a signal handler uses
 
 tap_plan
 shim_test_config 1 1 1 >"$tmp/cfg" || { tap_fail "config file"; tap_done; }
@@ -45,7 +44,18 @@ shimmed() {
 		KPPROF_UNWIND=$unwind LD_PRELOAD=$lib timeout -s KILL $T "$@"
 }
 
+# foreign20 OUTPUT: stack_checks deephandler ran at least 20 handlers on
+# another stack than the thread's (its loop stops at 20; one more may land
+# before it looks).
+foreign20() {
+	awk '$1 == "deephandler" && $4 >= 20 { ok = 1 } END { exit !ok }' <<<"$1"
+}
+
 plain_co=$("$d/stack_checks" costack | awk '{ print $2 }')
+out=$("$d/stack_checks" deephandler $DEEP_KIB 1 2>&1); rc=$?
+[ $rc = 0 ] && grep -q "^deephandler [1-9][0-9]* handlers, 0 on another stack" <<<"$out" &&
+	tap_ok "without the shim: a handler using $DEEP_KIB KiB of stack ($out)" ||
+	tap_fail "without the shim: a handler using $DEEP_KIB KiB of stack" "rc $rc: $out"
 for lib in "$@"; do
 	lib=$(realpath "$lib")
 	b=$(basename "$lib")
@@ -55,6 +65,19 @@ for lib in "$@"; do
 		[ $rc = 0 ] && [ -s "$tmp/sink" ] && grep -q '^ok: 100 handlers' <<<"$out" &&
 			tap_ok "$b $unwind: sampled malloc in a handler on an 8 KiB sigaltstack" ||
 			tap_fail "$b $unwind: 8 KiB sigaltstack" "rc $rc: $out"
+
+		out=$(shimmed "$lib" $unwind "$d/stack_checks" deephandler $DEEP_KIB 2>&1); rc=$?
+		[ $rc = 0 ] && foreign20 "$out" &&
+			tap_ok "$b $unwind: a handler using $DEEP_KIB KiB of stack, delivered during samples ($out)" ||
+			tap_fail "$b $unwind: a handler using $DEEP_KIB KiB of stack during a sample" \
+				"rc $rc (139: SIGSEGV; fewer than 20 on another stack: not provoked): $out"
+
+		# Under a finite RLIMIT_AS the private stacks are 64 KiB (README,
+		# Known limits): a 32 KiB handler still fits.
+		out=$(ulimit -v 4000000 && shimmed "$lib" $unwind "$d/stack_checks" deephandler 32 2>&1); rc=$?
+		[ $rc = 0 ] && foreign20 "$out" &&
+			tap_ok "$b $unwind: under ulimit -v, a handler using 32 KiB during samples ($out)" ||
+			tap_fail "$b $unwind: under ulimit -v, a 32 KiB handler during a sample" "rc $rc: $out"
 
 		co=$(shimmed "$lib" $unwind "$d/stack_checks" costack | awk '{ print $2 }')
 		[ -n "$co" ] && [ -n "$plain_co" ] && [ -s "$tmp/sink" ] &&

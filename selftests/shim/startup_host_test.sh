@@ -18,13 +18,7 @@
 #     grandchildren's mappings and stacks.
 # usage: selftests/shim/startup_host_test.sh [SHIM.so...]
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/selftests/lib/tap.sh"
-. "$top/selftests/shim/test_config.sh"
-d=$top/selftests/shim
-[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
-tmp=$(mktemp -d /tmp/shim-startup.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh"
 
 # The syscalls a process that never samples adds, in test mode (README,
 # "Start-up cost"): loading libkpprof.so (openat, read, newfstatat, 4 mmap,

@@ -20,28 +20,12 @@
 #    recorded with probability 1/10, Binomial(R, 0.1); at fraction 1 all R.
 # usage: selftests/shim/stats_host_test.sh [SHIM.so...]
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/selftests/lib/tap.sh"
-. "$top/selftests/shim/test_config.sh"
-d=$top/selftests/shim
-[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so"
-tmp=$(mktemp -d /tmp/shim-stats.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+shim_defaults="libkpprof.so" . "$(dirname "$0")/lib.sh"
 
 # run LIB PROG ARGS...: PROG under the shim; records in $tmp/dump,
 # stdout $tmp/out, stderr $tmp/err, status $tmp/rc.
 run() {
-	local lib=$1
-	shift
-	rm -f "$tmp/sink"
-	timeout -k 5 120 env KPPROF_TEST_CONFIG="$tmp/cfg" KPPROF_TEST_SINK="$tmp/sink" \
-		LD_PRELOAD="$lib" "$@" >"$tmp/out" 2>"$tmp/err"
-	echo $? >"$tmp/rc"
-	if [ -f "$tmp/sink" ]; then
-		"$d/shim_reader" --decode "$tmp/sink" >"$tmp/dump"
-	else
-		: >"$tmp/dump"
-	fi
+	shim_run 120 "$@"
 }
 
 # verdict NAME LINE: LINE is "ok|bad TEXT" from an awk judge.

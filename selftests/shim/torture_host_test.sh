@@ -13,13 +13,7 @@
 # _dl_find_object, on a private stack).
 # usage: selftests/shim/torture_host_test.sh [SHIM.so...]
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-. "$top/selftests/lib/tap.sh"
-. "$top/selftests/shim/test_config.sh"
-d=$top/selftests/shim
-[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so"
-tmp=$(mktemp -d /tmp/shim-torture.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+shim_defaults="libkpprof.so" . "$(dirname "$0")/lib.sh"
 
 tap_plan
 shim_test_config 1 1 1 >"$tmp/cfg" || { tap_fail "config file"; tap_done; }

@@ -19,22 +19,32 @@
  * used only by the slot's holder, so it needs no synchronisation.
  *
  * A signal delivered while a thread runs on a private stack runs its
- * handler there too (unless the handler has its own sigaltstack): the
- * stacks are large enough for a handler, not for deep recursion in one.
+ * handler there too (unless the handler has its own sigaltstack), so a
+ * stack is as large as glibc's default thread stack (8 MiB, from the
+ * default RLIMIT_STACK): a handler that fits on a thread's stack fits
+ * here.  A sample itself touches about 6 KiB of it; the rest is address
+ * space only (MAP_NORESERVE, no transparent huge pages: untouched pages
+ * are no memory and no commit charge) until a handler uses it.  Blocking
+ * signals around the sample instead would cost two rt_sigprocmask per
+ * sample.  Under a finite RLIMIT_AS the address space is the program's
+ * budget: there the stacks are KPP_STACK_SMALL (a handler needing more
+ * crashes; README, "Known limits and hazards").
  */
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include "shim.h"
 
 #define KPP_STACKS	64
-#define KPP_STACK_SIZE	(64 << 10)
+#define KPP_STACK_SIZE	(8 << 20)
+#define KPP_STACK_SMALL	(64 << 10)
 #define KPP_GUARD_SIZE	4096
 
 static _Atomic uint64_t slots_used;		/* bit i: slot i is claimed */
 static void *_Atomic stacks[KPP_STACKS];	/* low end of the guard page */
+static _Atomic size_t stack_sizes[KPP_STACKS];	/* its stack's size */
 /* Each slot's mapping: guard page, stack, the unwind-rule cache above. */
-#define KPP_SLOT_SIZE	(KPP_GUARD_SIZE + KPP_STACK_SIZE + KPP_UNWIND_CACHE_BYTES)
 static _Atomic uint64_t busy, map_failed;
 
 /* kpp_switch_call - switch.S */
@@ -73,26 +83,38 @@ static void *slot_stack(int i)
 
 	if (likely(s))
 		return s;
-	/* Only the claimant of slot i gets here: no race on stacks[i]. */
-	s = mmap(NULL, KPP_SLOT_SIZE, PROT_READ | PROT_WRITE,
+	/* Only the claimant of slot i gets here: no race on stacks[i].
+	 * Once per slot and process: the limit, the mapping, no huge pages
+	 * (with THP "always" a handler's first touch would fault in 2 MiB). */
+	struct rlimit as;
+	size_t size = KPP_STACK_SIZE, map;
+
+	if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY)
+		size = KPP_STACK_SMALL;
+	map = KPP_GUARD_SIZE + size + KPP_UNWIND_CACHE_BYTES;
+	s = mmap(NULL, map, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 	if (s == MAP_FAILED)
 		return NULL;
 	if (mprotect(s, KPP_GUARD_SIZE, PROT_NONE)) {
-		munmap(s, KPP_SLOT_SIZE);
+		munmap(s, map);
 		return NULL;
 	}
-	atomic_store_explicit(&stacks[i], s, memory_order_relaxed);
+	madvise(s, map, MADV_NOHUGEPAGE);	/* fails only without THP */
+	atomic_store_explicit(&stack_sizes[i], size, memory_order_relaxed);
+	atomic_store_explicit(&stacks[i], s, memory_order_release);
 	return s;
 }
 
 /* Is the thread running on slot @i's stack (a handler's frames)? */
 static bool on_slot(int i)
 {
-	char *s = atomic_load_explicit(&stacks[i], memory_order_relaxed);
+	char *s = atomic_load_explicit(&stacks[i], memory_order_acquire);
 	char here;
 
-	return s && &here >= s && &here < s + KPP_GUARD_SIZE + KPP_STACK_SIZE;
+	return s && &here >= s &&
+	       &here < s + KPP_GUARD_SIZE +
+			atomic_load_explicit(&stack_sizes[i], memory_order_relaxed);
 }
 
 /*
@@ -165,7 +187,8 @@ bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
 		return false;
 	}
 	t->stack_slot = (uint32_t)i + 1;
-	kpp_switch_call(arg, fn, s + KPP_GUARD_SIZE + KPP_STACK_SIZE);
+	kpp_switch_call(arg, fn, s + KPP_GUARD_SIZE +
+			atomic_load_explicit(&stack_sizes[i], memory_order_relaxed));
 	t->stack_slot = 0;
 	release(i);
 	return true;
@@ -178,7 +201,8 @@ void *kpp_stackpool_cache(struct kpp_thread *t)
 	if (!t->stack_slot)
 		return NULL;
 	s = atomic_load_explicit(&stacks[t->stack_slot - 1], memory_order_relaxed);
-	return s + KPP_GUARD_SIZE + KPP_STACK_SIZE;
+	return s + KPP_GUARD_SIZE +
+	       atomic_load_explicit(&stack_sizes[t->stack_slot - 1], memory_order_relaxed);
 }
 
 void kpp_stackpool_fork_child(struct kpp_thread *t)
