@@ -35,6 +35,14 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/shim/test_config.sh"
+# The suites' packages (scripts/packages/optional/foreign.list), which
+# `make deps` leaves out: installed here when one is missing.
+want=$(sed -e 's/#.*//' "$top/scripts/packages/optional/foreign.list" | tr -s ' \t' '\n\n' | grep .)
+# shellcheck disable=SC2086  # one package name per word
+if ! dpkg-query -W $want >/dev/null 2>&1; then
+	apt-get update -qq && apt-get install -y -qq $want >/dev/null ||
+		{ echo "foreign_suites: cannot install: $(echo $want)" >&2; exit 2; }
+fi
 suites="python glib gdk-pixbuf redis postgres sqlite"
 if [ "${1:-}" = -s ]; then suites=$2; shift 2; fi
 lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
