@@ -60,8 +60,15 @@ uurl=http://localhost/debug/pprof/
 
 # Long-lived processes: root's, A's, A's made non-dumpable (as ssh-agent
 # does); and a short one of A's that has exited by the time it is asked.
+# Each also mallocs through ctypes: those samples' stacks run through
+# libffi and _ctypes, mapped at addresses of their own in each process
+# (ASLR), so root's profile always holds a mapping that only root's process
+# has (python3.11 itself is not PIE: every python has it at one address).
 hold='import sys, time, ctypes
-if sys.argv[1] == "nodump": ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+libc = ctypes.CDLL(None)
+if sys.argv[1] == "nodump": libc.prctl(4, 0, 0, 0, 0)
+libc.malloc.restype = ctypes.c_void_p
+big = [libc.malloc(1 << 20) for _ in range(8)]
 keep = [bytearray(300000) for _ in range(200)]
 print("ready", flush=True); time.sleep(600)'
 LD_PRELOAD=$SHIM python3 -c "$hold" root >"$out/r.ready" &
