@@ -28,7 +28,7 @@ same() {
 	fi
 }
 
-tap_plan 23
+tap_plan 26
 
 out=$(bash -c "$tap; tap_plan; tap_ok a; tap_fail b why; tap_skip c no; tap_done"; echo "rc:$?")
 same "tap.sh prints kselftest lines and exits 1 on failure" "$out" \
@@ -62,6 +62,15 @@ same "a non-zero exit with no failed case is a failure" \
 	"run-test-list: programs:1 pass:2 fail:1 skip:0 rc:1"
 same "a hung program times out and fails" "$(tally 'sleep 60')" \
 	"run-test-list: programs:1 pass:0 fail:1 skip:0 rc:1"
+same "a line's timeout=N gives that program more time (3 s default here)" \
+	"$(tally "timeout=8 bash -c \"sleep 5; $tap; tap_plan; tap_ok a; tap_done\"")" \
+	"run-test-list: programs:1 pass:1 fail:0 skip:0 rc:0"
+grep -q "timed out after 8 s" <<<"$(tally 'timeout=8 sleep 60'; cat "$work/out")" &&
+	tap_ok "... and bounds it: 'timed out after 8 s'" ||
+	tap_fail "timeout=8 sleep 60: $(grep -m1 FAIL "$work/out")"
+same "timeout=N never shortens the default" \
+	"$(tally "timeout=1 bash -c \"sleep 2; $tap; tap_plan; tap_ok a; tap_done\"")" \
+	"run-test-list: programs:1 pass:1 fail:0 skip:0 rc:0"
 same "xfail counts as pass, error as fail" \
 	"$(tally "printf '1..3\nok 1 a\nok 2 b # XFAIL why\nnot ok 3 c # error\n# Totals: pass:1 fail:0 xfail:1 xpass:0 skip:0 error:1\n'")" \
 	"run-test-list: programs:1 pass:2 fail:1 skip:0 rc:1"
