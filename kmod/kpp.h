@@ -8,6 +8,7 @@
 
 #include <linux/types.h>
 #include <linux/mutex.h>
+#include <linux/xarray.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -166,6 +167,8 @@ struct kpp_stamp {
  *            may remain.
  * @orphan:   its file is closed: no producer is left, the ring stays
  *            (on the list, counted in pring_total) only until drained.
+ * @shared:   @mm came to be shared with another process: its records can
+ *            no longer be told to be the mapper's, none is delivered.
  */
 struct kpp_pring {
 	struct list_head node;
@@ -192,6 +195,7 @@ struct kpp_pring {
 	bool refused;
 	bool more;
 	bool orphan;
+	bool shared;
 };
 
 /**
@@ -240,8 +244,10 @@ struct kpp_config_state {
  *             records while it holds it.  Guards @prings, @drain_buf and
  *             every ring's drain state.
  * @prings:    the producer rings (struct kpp_pring.node).
- * @pring_size, @pring_total_max: module parameters.
+ * @pring_size, @pring_total_max, @pring_uid_max: module parameters.
  * @pring_total: bytes all producer rings take now (pages included).
+ * @pring_uids: bytes of producer rings by charge uid (kpp_charge_uid()),
+ *             as xarray value entries, under @prings_lock.
  * @pring_count ... @pring_refused: kpprof_stats' pring_* counters.
  * @drain_buf: the bounce buffer the drain copies each record into
  *             (KPP_RECORD_SIZE_MAX bytes), under @prings_lock.
@@ -261,7 +267,9 @@ struct kpp_dev {
 	struct list_head prings;
 	u64 pring_size;
 	u64 pring_total_max;
+	u64 pring_uid_max;
 	atomic64_t pring_total;
+	struct xarray pring_uids;
 	atomic_t pring_count;
 	atomic64_t pring_drained;
 	atomic64_t pring_lost;
@@ -325,7 +333,8 @@ void kpp_pring_release(struct kpp_file *kf);
 void kpp_pring_drain_all(void);
 void kpp_pring_kick(void);
 u64 kpp_pring_lost_pending(void);
-int kpp_pring_init(u64 size, u64 total_max, unsigned int period_ms);
+int kpp_pring_init(u64 size, u64 total_max, u64 uid_max,
+		   unsigned int period_ms);
 void kpp_pring_exit(void);
 void kpp_pring_drain_start(void);
 void kpp_pring_drain_stop(void);

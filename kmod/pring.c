@@ -45,6 +45,7 @@
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/coredump.h>
 #include <linux/vmalloc.h>
 #include <linux/pid.h>
 #include <linux/cred.h>
@@ -116,28 +117,60 @@ err:
 }
 
 /*
- * kpp_pring_create - a ring for the calling process, within the global
- * cap, stamped with its identity now (ioctl/kpprof.h, "Identity").
+ * kpp_pring_uid_charge - add @bytes (negative: give back) to @uid's rings;
+ * under prings_lock.  Return: 0, or -ENOMEM past pring_uid_max.
+ */
+static int kpp_pring_uid_charge(u32 uid, s64 bytes)
+{
+	void *v = xa_load(&kpp_dev.pring_uids, uid);
+	u64 cur = v ? xa_to_value(v) : 0;
+
+	lockdep_assert_held(&kpp_dev.prings_lock);
+	if (bytes > 0 && cur + bytes > kpp_dev.pring_uid_max)
+		return -ENOMEM;
+	cur += bytes;
+	if (!cur) {
+		xa_erase(&kpp_dev.pring_uids, uid);
+		return 0;
+	}
+	/* replacing an entry allocates nothing: only a new uid may fail */
+	return xa_err(xa_store(&kpp_dev.pring_uids, uid, xa_mk_value(cur),
+			       GFP_KERNEL_ACCOUNT));
+}
+
+/*
+ * kpp_pring_create - a ring for the calling process, within its uid's
+ * share and the global cap, stamped with its identity now
+ * (ioctl/kpprof.h, "Identity").
  */
 static struct kpp_pring *kpp_pring_create(void)
 {
 	u64 bytes = kpp_pring_bytes(kpp_dev.pring_size);
+	u32 charge = kpp_charge_uid(current_cred());
 	struct kpp_pring *p;
+	int err;
 
+	mutex_lock(&kpp_dev.prings_lock);
+	err = kpp_pring_uid_charge(charge, bytes);
+	mutex_unlock(&kpp_dev.prings_lock);
+	if (err) {
+		atomic64_inc(&kpp_dev.pring_refused);
+		return ERR_PTR(err);
+	}
 	if (atomic64_add_return(bytes, &kpp_dev.pring_total) >
 	    kpp_dev.pring_total_max) {
-		atomic64_sub(bytes, &kpp_dev.pring_total);
 		atomic64_inc(&kpp_dev.pring_refused);
-		return ERR_PTR(-ENOMEM);
+		p = ERR_PTR(-ENOMEM);
+		goto err;
 	}
 	p = kpp_pring_alloc(kpp_dev.pring_size);
 	if (!p) {
-		atomic64_sub(bytes, &kpp_dev.pring_total);
-		return ERR_PTR(-ENOMEM);
+		p = ERR_PTR(-ENOMEM);
+		goto err;
 	}
 	p->tgid = task_tgid_nr(current);
 	p->uid = from_kuid_munged(&init_user_ns, current_uid());
-	p->charge = kpp_charge_uid(current_cred());
+	p->charge = charge;
 	p->task_size = TASK_SIZE;
 	p->pid = get_task_pid(current, PIDTYPE_TGID);
 	get_task_comm(p->comm, current);
@@ -149,6 +182,26 @@ static struct kpp_pring *kpp_pring_create(void)
 	mutex_unlock(&kpp_dev.prings_lock);
 	atomic_inc(&kpp_dev.pring_count);
 	return p;
+
+err:
+	atomic64_sub(bytes, &kpp_dev.pring_total);
+	mutex_lock(&kpp_dev.prings_lock);
+	kpp_pring_uid_charge(charge, -(s64)bytes);
+	mutex_unlock(&kpp_dev.prings_lock);
+	return p;
+}
+
+/*
+ * kpp_pring_mm_shared - @mm is, or was, the address space of more than one
+ * thread group (clone(CLONE_VM) without CLONE_THREAD or CLONE_VFORK; the
+ * flag is sticky).  A ring's records are stamped with its mapper's tgid
+ * because only the mapper can write them; in a shared mm another process
+ * can, and once the mapper execs (a setuid program, say) or exits, that
+ * one would write records stamped with the mapper's tgid.
+ */
+static bool kpp_pring_mm_shared(struct mm_struct *mm)
+{
+	return test_bit(MMF_MULTIPROCESS, &mm->flags);
 }
 
 /**
@@ -159,7 +212,9 @@ static struct kpp_pring *kpp_pring_create(void)
  *
  * Return: 0, -EACCES (not opened for writing), -EPERM (no producer
  * permission, or PROT_EXEC), -EINVAL (geometry), -EBUSY (another process
- * mapped this file's ring), -ENOMEM (pring_total_max reached, counted).
+ * mapped this file's ring, or the caller's mm is shared with another
+ * process: a CLONE_VM child, a vfork child before its exec), -ENOMEM
+ * (pring_total_max reached, counted).
  */
 int kpp_pring_mmap(struct kpp_file *kf, struct file *file,
 		   struct vm_area_struct *vma)
@@ -177,6 +232,8 @@ int kpp_pring_mmap(struct kpp_file *kf, struct file *file,
 		return -EINVAL;
 	if (vma->vm_end - vma->vm_start != PAGE_SIZE + 2 * kpp_dev.pring_size)
 		return -EINVAL;
+	if (kpp_pring_mm_shared(current->mm) || current->vfork_done)
+		return -EBUSY;
 
 	mutex_lock(&kf->lock);
 	p = kf->pring;
@@ -409,6 +466,14 @@ static int kpp_pring_drain_one(struct kpp_pring *p, int budget, bool *full)
 	p->more = false;
 	/* pairs with the producers' compare-and-swap of head */
 	head = smp_load_acquire(&p->hdr->head);
+	if (p->shared || (p->mm && kpp_pring_mm_shared(p->mm))) {
+		/* whoever wrote them, they cannot be stamped: counted resets */
+		p->shared = true;
+		kpp_pring_reset(p, head);
+		/* the zeroes before the room, as below */
+		smp_store_release(&p->hdr->tail, p->tail);
+		return 0;
+	}
 	if (head - p->tail > p->size || (head & 7)) {
 		kpp_pring_reset(p, head);
 		goto out;
@@ -479,6 +544,9 @@ static bool kpp_pring_settled(struct kpp_pring *p)
 	u64 sum = 0;
 	int i;
 
+	/* nothing of it is delivered any more (kpp_pring_drain_one()) */
+	if (p->shared)
+		return true;
 	for (i = 0; i < KPPROF_LOST_KINDS; i++)
 		sum += READ_ONCE(p->hdr->lost[i]) - p->lost_seen[i];
 	return !p->refused && !p->more && !sum &&
@@ -492,6 +560,7 @@ static void kpp_pring_unlink_free(struct kpp_pring *p)
 	list_del(&p->node);
 	atomic_dec(&kpp_dev.pring_count);
 	atomic64_sub(kpp_pring_bytes(p->size), &kpp_dev.pring_total);
+	kpp_pring_uid_charge(p->charge, -(s64)kpp_pring_bytes(p->size));
 	kpp_pring_free(p);
 }
 
@@ -586,11 +655,13 @@ void kpp_pring_drain_stop(void)
  * @size:      pring_size: a power of two in [KPP_PRING_SIZE_MIN,
  *             KPP_PRING_SIZE_MAX].
  * @total_max: pring_total_max, bytes.
+ * @uid_max:   pring_uid_max, bytes (one charge uid's rings).
  * @period_ms: drain_period_ms; 0: no periodic drain.
  *
  * Return: 0, -EINVAL or -ENOMEM.
  */
-int kpp_pring_init(u64 size, u64 total_max, unsigned int period_ms)
+int kpp_pring_init(u64 size, u64 total_max, u64 uid_max,
+		   unsigned int period_ms)
 {
 	if (!is_power_of_2(size) || size < KPP_PRING_SIZE_MIN ||
 	    size > KPP_PRING_SIZE_MAX || size < 2 * KPP_RECORD_SIZE_MAX)
@@ -602,6 +673,8 @@ int kpp_pring_init(u64 size, u64 total_max, unsigned int period_ms)
 	INIT_LIST_HEAD(&kpp_dev.prings);
 	kpp_dev.pring_size = size;
 	kpp_dev.pring_total_max = total_max;
+	kpp_dev.pring_uid_max = uid_max;
+	xa_init(&kpp_dev.pring_uids);
 	kpp_dev.drain_period_ms = period_ms;
 	INIT_DELAYED_WORK(&kpp_dev.drain_work, kpp_pring_drain_fn);
 	return 0;
@@ -622,5 +695,6 @@ void kpp_pring_exit(void)
 		kpp_pring_unlink_free(p);
 	}
 	mutex_unlock(&kpp_dev.prings_lock);
+	xa_destroy(&kpp_dev.pring_uids);
 	kfree(kpp_dev.drain_buf);
 }
