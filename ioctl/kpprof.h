@@ -388,6 +388,9 @@ enum {
  *                   their own: those the KPPROF_REC_LOST records delivered,
  *                   plus those still counted in rings and not yet
  *                   delivered (the consumer's ring full, or no consumer).
+ *                   Producer-written counts: a counter a producer sets
+ *                   back counts nothing, and the sum saturates at
+ *                   2^64 - 1, so no producer hides another's losses.
  * @pring_invalid:   records the drain found malformed, plus ring resets
  *                   (a header or entry length it could not believe).
  * @pring_refused:   ring mmaps refused because pring_total_max, or the

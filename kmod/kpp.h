@@ -332,7 +332,7 @@ int kpp_pring_mmap(struct kpp_file *kf, struct file *file,
 void kpp_pring_release(struct kpp_file *kf);
 void kpp_pring_drain_all(void);
 void kpp_pring_kick(void);
-u64 kpp_pring_lost_pending(void);
+u64 kpp_pring_lost_total(void);
 int kpp_pring_init(u64 size, u64 total_max, u64 uid_max,
 		   unsigned int period_ms);
 void kpp_pring_exit(void);

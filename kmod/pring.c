@@ -50,6 +50,7 @@
 #include <linux/pid.h>
 #include <linux/cred.h>
 #include <linux/jiffies.h>
+#include <linux/overflow.h>
 #include "kpp.h"
 #include "compat.h"
 
@@ -345,6 +346,36 @@ static int kpp_pring_take(struct kpp_pring *p, const void *src, u32 len,
 	return 0;
 }
 
+/* a + b, or U64_MAX: producer-written counts must not wrap a sum */
+static u64 kpp_sat_add(u64 a, u64 b)
+{
+	u64 r;
+
+	return check_add_overflow(a, b, &r) ? U64_MAX : r;
+}
+
+/*
+ * kpp_pring_lost_moved - what @p's producer-written lost[] counters moved
+ * since the last report, by kind into @by_kind (may be NULL) with the
+ * counters read into @cur; the sum saturates.  A counter below what was
+ * reported moved by nothing: a producer can claim losses of its own (even
+ * absurd ones), never take back what was counted, nor hide another's.
+ */
+static u64 kpp_pring_lost_moved(struct kpp_pring *p, u64 *cur, u64 *by_kind)
+{
+	u64 sum = 0, d;
+	int i;
+
+	for (i = 0; i < KPPROF_LOST_KINDS; i++) {
+		cur[i] = READ_ONCE(p->hdr->lost[i]);
+		d = cur[i] > p->lost_seen[i] ? cur[i] - p->lost_seen[i] : 0;
+		if (by_kind)
+			by_kind[i] = d;
+		sum = kpp_sat_add(sum, d);
+	}
+	return sum;
+}
+
 /*
  * kpp_pring_report_lost - a KPPROF_REC_LOST record if this ring's loss
  * counts moved since the last one; if the consumer's ring refuses it, the
@@ -353,54 +384,53 @@ static int kpp_pring_take(struct kpp_pring *p, const void *src, u32 len,
 static void kpp_pring_report_lost(struct kpp_pring *p, bool *full)
 {
 	struct kpprof_rec_lost *r = kpp_dev.drain_buf;
-	u64 cur[KPPROF_LOST_KINDS], sum = 0;
+	u64 cur[KPPROF_LOST_KINDS], sum;
 	struct kpp_stamp st;
 	int i, drop;
 
-	for (i = 0; i < KPPROF_LOST_KINDS; i++) {
-		cur[i] = READ_ONCE(p->hdr->lost[i]);
-		sum += cur[i] - p->lost_seen[i];
-	}
+	memset(r, 0, sizeof(*r));
+	sum = kpp_pring_lost_moved(p, cur, r->by_kind);
 	if (!sum && p->invalid == p->invalid_seen && p->resets == p->resets_seen)
 		return;
 
-	memset(r, 0, sizeof(*r));
 	r->hdr.kind = KPPROF_REC_LOST;
 	r->hdr.size = sizeof(*r);
 	r->full = sum;
 	r->invalid = p->invalid - p->invalid_seen;
 	r->resets = p->resets - p->resets_seen;
-	for (i = 0; i < KPPROF_LOST_KINDS; i++)
-		r->by_kind[i] = cur[i] - p->lost_seen[i];
 	kpp_pring_stamp(p, &st);
 	if (kpp_ring_offer(&kpp_dev.ring, r, sizeof(*r), &st, &drop)) {
 		if (drop == KPPROF_DROP_RING_FULL)
 			*full = true;
 		return;
 	}
-	memcpy(p->lost_seen, cur, sizeof(cur));
+	for (i = 0; i < KPPROF_LOST_KINDS; i++)
+		p->lost_seen[i] = max(p->lost_seen[i], cur[i]);
 	p->invalid_seen = p->invalid;
 	p->resets_seen = p->resets;
-	atomic64_add(sum, &kpp_dev.pring_lost);
+	/* only drains add to it, under prings_lock */
+	atomic64_set(&kpp_dev.pring_lost,
+		     kpp_sat_add(atomic64_read(&kpp_dev.pring_lost), sum));
 }
 
 /**
- * kpp_pring_lost_pending - losses the producers have counted in their rings
- * and no KPPROF_REC_LOST has delivered yet (the consumer's ring was full, or
- * there is no consumer): GET_STATS adds them, so a loss is visible in
- * `kpprof stat` before it can reach a profile.  Producer-written counts:
- * a producer can claim losses of its own, never hide another's.
+ * kpp_pring_lost_total - the losses producers reported (pring_lost) plus
+ * those they have counted in their rings and no KPPROF_REC_LOST has
+ * delivered yet (the consumer's ring was full, or there is no consumer):
+ * GET_STATS shows it, so a loss is visible in `kpprof stat` before it can
+ * reach a profile.  Producer-written counts, saturating: a producer can
+ * claim losses of its own, never hide another's.
  */
-u64 kpp_pring_lost_pending(void)
+u64 kpp_pring_lost_total(void)
 {
+	u64 cur[KPPROF_LOST_KINDS];
 	struct kpp_pring *p;
-	u64 sum = 0;
-	int i;
+	u64 sum;
 
 	mutex_lock(&kpp_dev.prings_lock);
+	sum = atomic64_read(&kpp_dev.pring_lost);
 	list_for_each_entry(p, &kpp_dev.prings, node)
-		for (i = 0; i < KPPROF_LOST_KINDS; i++)
-			sum += READ_ONCE(p->hdr->lost[i]) - p->lost_seen[i];
+		sum = kpp_sat_add(sum, kpp_pring_lost_moved(p, cur, NULL));
 	mutex_unlock(&kpp_dev.prings_lock);
 	return sum;
 }
@@ -541,15 +571,12 @@ void kpp_pring_kick(void)
  */
 static bool kpp_pring_settled(struct kpp_pring *p)
 {
-	u64 sum = 0;
-	int i;
+	u64 cur[KPPROF_LOST_KINDS];
 
 	/* nothing of it is delivered any more (kpp_pring_drain_one()) */
 	if (p->shared)
 		return true;
-	for (i = 0; i < KPPROF_LOST_KINDS; i++)
-		sum += READ_ONCE(p->hdr->lost[i]) - p->lost_seen[i];
-	return !p->refused && !p->more && !sum &&
+	return !p->refused && !p->more && !kpp_pring_lost_moved(p, cur, NULL) &&
 	       p->invalid == p->invalid_seen && p->resets == p->resets_seen;
 }
 
