@@ -145,6 +145,7 @@ struct kpp_stamp {
 /**
  * struct kpp_pring - one file's producer ring (pring.c)
  * @node:     on kpp_dev.prings, under kpp_dev.prings_lock.
+ * @busy:     on kpp_pring_drain_all()'s list of rings with a backlog.
  * @pages:    the distinct pages: header page, then data.
  * @nr_pages: how many @pages holds.
  * @area:     vmap of the header page and the data pages twice.
@@ -172,6 +173,7 @@ struct kpp_stamp {
  */
 struct kpp_pring {
 	struct list_head node;
+	struct list_head busy;
 	struct page **pages;
 	int nr_pages;
 	void *area;
