@@ -107,9 +107,12 @@
  * ring.  The ring is allocated at the file's first mmap of pring_pgoff
  * (info.pring_size data bytes, module parameter pring_size, a power of
  * two), charged to the mapping process's memory cgroup, and bounded in
- * all by info.pring_total_max (module parameter pring_total_max): past it
- * the mmap fails with ENOMEM (counted in kpprof_stats.pring_refused) and
- * the producer falls back to KPPROF_IOC_SUBMIT.  The mapping must be
+ * all by info.pring_total_max (module parameter pring_total_max) and for
+ * one uid (the charge uid of Fairness: a user namespace's uids count as
+ * its creator's) by module parameter pring_uid_max (default one eighth of
+ * pring_total_max), so no user can take every ring: past either the mmap
+ * fails with ENOMEM (counted in kpprof_stats.pring_refused) and the
+ * producer falls back to KPPROF_IOC_SUBMIT.  The mapping must be
  * MAP_SHARED, exactly info.pring_map_len bytes, PROT_READ | PROT_WRITE;
  * it is never inherited by a child (VM_DONTCOPY): a child opens its own
  * file.  Only the process that first mapped a file's ring may map it
@@ -125,7 +128,12 @@
  * uid (initial user namespace) at the time of that mmap: a later setuid()
  * does not change it, as a file's producer permission is decided at open.
  * tid is 0 (the kernel does not know which thread wrote a record) and cpu
- * is the CPU that drained it.  Nothing in the ring is identity.
+ * is the CPU that drained it.  Nothing in the ring is identity.  So that
+ * only the mapper can write what bears its tgid, a process whose address
+ * space is shared with another process (a clone(CLONE_VM) child or parent,
+ * a vfork child before its exec) cannot map a ring (EBUSY: SUBMIT stamps
+ * the caller), and a ring whose mm comes to be shared later delivers
+ * nothing more: what is in it is emptied and counted as a reset.
  *
  * Producer protocol (the shim's threads, any number, no lock): an entry is
  * a struct kpprof_ring_hdr, the record, zero padding to 8 bytes, as in the
@@ -380,9 +388,13 @@ enum {
  *                   their own: those the KPPROF_REC_LOST records delivered,
  *                   plus those still counted in rings and not yet
  *                   delivered (the consumer's ring full, or no consumer).
+ *                   Producer-written counts: a counter a producer sets
+ *                   back counts nothing, and the sum saturates at
+ *                   2^64 - 1, so no producer hides another's losses.
  * @pring_invalid:   records the drain found malformed, plus ring resets
  *                   (a header or entry length it could not believe).
- * @pring_refused:   ring mmaps refused because pring_total_max was reached.
+ * @pring_refused:   ring mmaps refused because pring_total_max, or the
+ *                   uid's pring_uid_max, was reached.
  *
  * Once every entry is read: accepted == records read, and every record
  * offered was either accepted, dropped (by reason) or rejected.

@@ -270,7 +270,7 @@ static long kpp_ioctl_get_stats(void __user *uarg, size_t usize)
 	st.consumer_attached = !!READ_ONCE(kpp_dev.consumer);
 	st.pring_count = atomic_read(&kpp_dev.pring_count);
 	st.pring_drained = atomic64_read(&kpp_dev.pring_drained);
-	st.pring_lost = atomic64_read(&kpp_dev.pring_lost) + kpp_pring_lost_pending();
+	st.pring_lost = kpp_pring_lost_total();
 	st.pring_invalid = atomic64_read(&kpp_dev.pring_invalid);
 	st.pring_refused = atomic64_read(&kpp_dev.pring_refused);
 	return kpp_copy_struct_out(uarg, usize, &st, sizeof(st));

@@ -8,6 +8,7 @@
 
 #include <linux/types.h>
 #include <linux/mutex.h>
+#include <linux/xarray.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -144,6 +145,7 @@ struct kpp_stamp {
 /**
  * struct kpp_pring - one file's producer ring (pring.c)
  * @node:     on kpp_dev.prings, under kpp_dev.prings_lock.
+ * @busy:     on kpp_pring_drain_all()'s list of rings with a backlog.
  * @pages:    the distinct pages: header page, then data.
  * @nr_pages: how many @pages holds.
  * @area:     vmap of the header page and the data pages twice.
@@ -166,9 +168,12 @@ struct kpp_stamp {
  *            may remain.
  * @orphan:   its file is closed: no producer is left, the ring stays
  *            (on the list, counted in pring_total) only until drained.
+ * @shared:   @mm came to be shared with another process: its records can
+ *            no longer be told to be the mapper's, none is delivered.
  */
 struct kpp_pring {
 	struct list_head node;
+	struct list_head busy;
 	struct page **pages;
 	int nr_pages;
 	void *area;
@@ -192,6 +197,7 @@ struct kpp_pring {
 	bool refused;
 	bool more;
 	bool orphan;
+	bool shared;
 };
 
 /**
@@ -240,8 +246,10 @@ struct kpp_config_state {
  *             records while it holds it.  Guards @prings, @drain_buf and
  *             every ring's drain state.
  * @prings:    the producer rings (struct kpp_pring.node).
- * @pring_size, @pring_total_max: module parameters.
+ * @pring_size, @pring_total_max, @pring_uid_max: module parameters.
  * @pring_total: bytes all producer rings take now (pages included).
+ * @pring_uids: bytes of producer rings by charge uid (kpp_charge_uid()),
+ *             as xarray value entries, under @prings_lock.
  * @pring_count ... @pring_refused: kpprof_stats' pring_* counters.
  * @drain_buf: the bounce buffer the drain copies each record into
  *             (KPP_RECORD_SIZE_MAX bytes), under @prings_lock.
@@ -261,7 +269,9 @@ struct kpp_dev {
 	struct list_head prings;
 	u64 pring_size;
 	u64 pring_total_max;
+	u64 pring_uid_max;
 	atomic64_t pring_total;
+	struct xarray pring_uids;
 	atomic_t pring_count;
 	atomic64_t pring_drained;
 	atomic64_t pring_lost;
@@ -324,8 +334,9 @@ int kpp_pring_mmap(struct kpp_file *kf, struct file *file,
 void kpp_pring_release(struct kpp_file *kf);
 void kpp_pring_drain_all(void);
 void kpp_pring_kick(void);
-u64 kpp_pring_lost_pending(void);
-int kpp_pring_init(u64 size, u64 total_max, unsigned int period_ms);
+u64 kpp_pring_lost_total(void);
+int kpp_pring_init(u64 size, u64 total_max, u64 uid_max,
+		   unsigned int period_ms);
 void kpp_pring_exit(void);
 void kpp_pring_drain_start(void);
 void kpp_pring_drain_stop(void);

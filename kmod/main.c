@@ -49,6 +49,16 @@ MODULE_PARM_DESC(pring_total_max,
 		 "bytes all producer rings may take together (default 256 MiB)");
 
 /*
+ * One uid's share of pring_total_max, so that no user (nor all the uids of
+ * its user namespaces: the charge uid, as for the ring's shares) can take
+ * every ring and push every other process back to SUBMIT.
+ */
+static unsigned long pring_uid_max;
+module_param(pring_uid_max, ulong, 0444);
+MODULE_PARM_DESC(pring_uid_max,
+		 "bytes of producer rings one uid may take (default 0: pring_total_max / 8)");
+
+/*
  * 10 ms: a ring holds 300 records, so a producer writing under 30,000/s is
  * never full; 100 short work items a second while a consumer is attached.
  */
@@ -105,7 +115,8 @@ static int __init kpp_mod_init(void)
 		goto err_ring;
 	}
 
-	err = kpp_pring_init(pring_size, pring_total_max, drain_period_ms);
+	err = kpp_pring_init(pring_size, pring_total_max,
+			     pring_uid_max ?: pring_total_max / 8, drain_period_ms);
 	if (err) {
 		if (err == -EINVAL)
 			pr_err("pring_size %lu: must be a power of two in [%lu, %lu]\n",

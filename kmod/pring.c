@@ -45,10 +45,12 @@
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/coredump.h>
 #include <linux/vmalloc.h>
 #include <linux/pid.h>
 #include <linux/cred.h>
 #include <linux/jiffies.h>
+#include <linux/overflow.h>
 #include "kpp.h"
 #include "compat.h"
 
@@ -116,28 +118,60 @@ err:
 }
 
 /*
- * kpp_pring_create - a ring for the calling process, within the global
- * cap, stamped with its identity now (ioctl/kpprof.h, "Identity").
+ * kpp_pring_uid_charge - add @bytes (negative: give back) to @uid's rings;
+ * under prings_lock.  Return: 0, or -ENOMEM past pring_uid_max.
+ */
+static int kpp_pring_uid_charge(u32 uid, s64 bytes)
+{
+	void *v = xa_load(&kpp_dev.pring_uids, uid);
+	u64 cur = v ? xa_to_value(v) : 0;
+
+	lockdep_assert_held(&kpp_dev.prings_lock);
+	if (bytes > 0 && cur + bytes > kpp_dev.pring_uid_max)
+		return -ENOMEM;
+	cur += bytes;
+	if (!cur) {
+		xa_erase(&kpp_dev.pring_uids, uid);
+		return 0;
+	}
+	/* replacing an entry allocates nothing: only a new uid may fail */
+	return xa_err(xa_store(&kpp_dev.pring_uids, uid, xa_mk_value(cur),
+			       GFP_KERNEL_ACCOUNT));
+}
+
+/*
+ * kpp_pring_create - a ring for the calling process, within its uid's
+ * share and the global cap, stamped with its identity now
+ * (ioctl/kpprof.h, "Identity").
  */
 static struct kpp_pring *kpp_pring_create(void)
 {
 	u64 bytes = kpp_pring_bytes(kpp_dev.pring_size);
+	u32 charge = kpp_charge_uid(current_cred());
 	struct kpp_pring *p;
+	int err;
 
+	mutex_lock(&kpp_dev.prings_lock);
+	err = kpp_pring_uid_charge(charge, bytes);
+	mutex_unlock(&kpp_dev.prings_lock);
+	if (err) {
+		atomic64_inc(&kpp_dev.pring_refused);
+		return ERR_PTR(err);
+	}
 	if (atomic64_add_return(bytes, &kpp_dev.pring_total) >
 	    kpp_dev.pring_total_max) {
-		atomic64_sub(bytes, &kpp_dev.pring_total);
 		atomic64_inc(&kpp_dev.pring_refused);
-		return ERR_PTR(-ENOMEM);
+		p = ERR_PTR(-ENOMEM);
+		goto err;
 	}
 	p = kpp_pring_alloc(kpp_dev.pring_size);
 	if (!p) {
-		atomic64_sub(bytes, &kpp_dev.pring_total);
-		return ERR_PTR(-ENOMEM);
+		p = ERR_PTR(-ENOMEM);
+		goto err;
 	}
 	p->tgid = task_tgid_nr(current);
 	p->uid = from_kuid_munged(&init_user_ns, current_uid());
-	p->charge = kpp_charge_uid(current_cred());
+	p->charge = charge;
 	p->task_size = TASK_SIZE;
 	p->pid = get_task_pid(current, PIDTYPE_TGID);
 	get_task_comm(p->comm, current);
@@ -149,6 +183,26 @@ static struct kpp_pring *kpp_pring_create(void)
 	mutex_unlock(&kpp_dev.prings_lock);
 	atomic_inc(&kpp_dev.pring_count);
 	return p;
+
+err:
+	atomic64_sub(bytes, &kpp_dev.pring_total);
+	mutex_lock(&kpp_dev.prings_lock);
+	kpp_pring_uid_charge(charge, -(s64)bytes);
+	mutex_unlock(&kpp_dev.prings_lock);
+	return p;
+}
+
+/*
+ * kpp_pring_mm_shared - @mm is, or was, the address space of more than one
+ * thread group (clone(CLONE_VM) without CLONE_THREAD or CLONE_VFORK; the
+ * flag is sticky).  A ring's records are stamped with its mapper's tgid
+ * because only the mapper can write them; in a shared mm another process
+ * can, and once the mapper execs (a setuid program, say) or exits, that
+ * one would write records stamped with the mapper's tgid.
+ */
+static bool kpp_pring_mm_shared(struct mm_struct *mm)
+{
+	return test_bit(MMF_MULTIPROCESS, &mm->flags);
 }
 
 /**
@@ -159,7 +213,9 @@ static struct kpp_pring *kpp_pring_create(void)
  *
  * Return: 0, -EACCES (not opened for writing), -EPERM (no producer
  * permission, or PROT_EXEC), -EINVAL (geometry), -EBUSY (another process
- * mapped this file's ring), -ENOMEM (pring_total_max reached, counted).
+ * mapped this file's ring, or the caller's mm is shared with another
+ * process: a CLONE_VM child, a vfork child before its exec), -ENOMEM
+ * (pring_total_max reached, counted).
  */
 int kpp_pring_mmap(struct kpp_file *kf, struct file *file,
 		   struct vm_area_struct *vma)
@@ -177,6 +233,8 @@ int kpp_pring_mmap(struct kpp_file *kf, struct file *file,
 		return -EINVAL;
 	if (vma->vm_end - vma->vm_start != PAGE_SIZE + 2 * kpp_dev.pring_size)
 		return -EINVAL;
+	if (kpp_pring_mm_shared(current->mm) || current->vfork_done)
+		return -EBUSY;
 
 	mutex_lock(&kf->lock);
 	p = kf->pring;
@@ -288,6 +346,36 @@ static int kpp_pring_take(struct kpp_pring *p, const void *src, u32 len,
 	return 0;
 }
 
+/* a + b, or U64_MAX: producer-written counts must not wrap a sum */
+static u64 kpp_sat_add(u64 a, u64 b)
+{
+	u64 r;
+
+	return check_add_overflow(a, b, &r) ? U64_MAX : r;
+}
+
+/*
+ * kpp_pring_lost_moved - what @p's producer-written lost[] counters moved
+ * since the last report, by kind into @by_kind (may be NULL) with the
+ * counters read into @cur; the sum saturates.  A counter below what was
+ * reported moved by nothing: a producer can claim losses of its own (even
+ * absurd ones), never take back what was counted, nor hide another's.
+ */
+static u64 kpp_pring_lost_moved(struct kpp_pring *p, u64 *cur, u64 *by_kind)
+{
+	u64 sum = 0, d;
+	int i;
+
+	for (i = 0; i < KPPROF_LOST_KINDS; i++) {
+		cur[i] = READ_ONCE(p->hdr->lost[i]);
+		d = cur[i] > p->lost_seen[i] ? cur[i] - p->lost_seen[i] : 0;
+		if (by_kind)
+			by_kind[i] = d;
+		sum = kpp_sat_add(sum, d);
+	}
+	return sum;
+}
+
 /*
  * kpp_pring_report_lost - a KPPROF_REC_LOST record if this ring's loss
  * counts moved since the last one; if the consumer's ring refuses it, the
@@ -296,54 +384,53 @@ static int kpp_pring_take(struct kpp_pring *p, const void *src, u32 len,
 static void kpp_pring_report_lost(struct kpp_pring *p, bool *full)
 {
 	struct kpprof_rec_lost *r = kpp_dev.drain_buf;
-	u64 cur[KPPROF_LOST_KINDS], sum = 0;
+	u64 cur[KPPROF_LOST_KINDS], sum;
 	struct kpp_stamp st;
 	int i, drop;
 
-	for (i = 0; i < KPPROF_LOST_KINDS; i++) {
-		cur[i] = READ_ONCE(p->hdr->lost[i]);
-		sum += cur[i] - p->lost_seen[i];
-	}
+	memset(r, 0, sizeof(*r));
+	sum = kpp_pring_lost_moved(p, cur, r->by_kind);
 	if (!sum && p->invalid == p->invalid_seen && p->resets == p->resets_seen)
 		return;
 
-	memset(r, 0, sizeof(*r));
 	r->hdr.kind = KPPROF_REC_LOST;
 	r->hdr.size = sizeof(*r);
 	r->full = sum;
 	r->invalid = p->invalid - p->invalid_seen;
 	r->resets = p->resets - p->resets_seen;
-	for (i = 0; i < KPPROF_LOST_KINDS; i++)
-		r->by_kind[i] = cur[i] - p->lost_seen[i];
 	kpp_pring_stamp(p, &st);
 	if (kpp_ring_offer(&kpp_dev.ring, r, sizeof(*r), &st, &drop)) {
 		if (drop == KPPROF_DROP_RING_FULL)
 			*full = true;
 		return;
 	}
-	memcpy(p->lost_seen, cur, sizeof(cur));
+	for (i = 0; i < KPPROF_LOST_KINDS; i++)
+		p->lost_seen[i] = max(p->lost_seen[i], cur[i]);
 	p->invalid_seen = p->invalid;
 	p->resets_seen = p->resets;
-	atomic64_add(sum, &kpp_dev.pring_lost);
+	/* only drains add to it, under prings_lock */
+	atomic64_set(&kpp_dev.pring_lost,
+		     kpp_sat_add(atomic64_read(&kpp_dev.pring_lost), sum));
 }
 
 /**
- * kpp_pring_lost_pending - losses the producers have counted in their rings
- * and no KPPROF_REC_LOST has delivered yet (the consumer's ring was full, or
- * there is no consumer): GET_STATS adds them, so a loss is visible in
- * `kpprof stat` before it can reach a profile.  Producer-written counts:
- * a producer can claim losses of its own, never hide another's.
+ * kpp_pring_lost_total - the losses producers reported (pring_lost) plus
+ * those they have counted in their rings and no KPPROF_REC_LOST has
+ * delivered yet (the consumer's ring was full, or there is no consumer):
+ * GET_STATS shows it, so a loss is visible in `kpprof stat` before it can
+ * reach a profile.  Producer-written counts, saturating: a producer can
+ * claim losses of its own, never hide another's.
  */
-u64 kpp_pring_lost_pending(void)
+u64 kpp_pring_lost_total(void)
 {
+	u64 cur[KPPROF_LOST_KINDS];
 	struct kpp_pring *p;
-	u64 sum = 0;
-	int i;
+	u64 sum;
 
 	mutex_lock(&kpp_dev.prings_lock);
+	sum = atomic64_read(&kpp_dev.pring_lost);
 	list_for_each_entry(p, &kpp_dev.prings, node)
-		for (i = 0; i < KPPROF_LOST_KINDS; i++)
-			sum += READ_ONCE(p->hdr->lost[i]) - p->lost_seen[i];
+		sum = kpp_sat_add(sum, kpp_pring_lost_moved(p, cur, NULL));
 	mutex_unlock(&kpp_dev.prings_lock);
 	return sum;
 }
@@ -409,6 +496,14 @@ static int kpp_pring_drain_one(struct kpp_pring *p, int budget, bool *full)
 	p->more = false;
 	/* pairs with the producers' compare-and-swap of head */
 	head = smp_load_acquire(&p->hdr->head);
+	if (p->shared || (p->mm && kpp_pring_mm_shared(p->mm))) {
+		/* whoever wrote them, they cannot be stamped: counted resets */
+		p->shared = true;
+		kpp_pring_reset(p, head);
+		/* the zeroes before the room, as below */
+		smp_store_release(&p->hdr->tail, p->tail);
+		return 0;
+	}
 	if (head - p->tail > p->size || (head & 7)) {
 		kpp_pring_reset(p, head);
 		goto out;
@@ -476,12 +571,12 @@ void kpp_pring_kick(void)
  */
 static bool kpp_pring_settled(struct kpp_pring *p)
 {
-	u64 sum = 0;
-	int i;
+	u64 cur[KPPROF_LOST_KINDS];
 
-	for (i = 0; i < KPPROF_LOST_KINDS; i++)
-		sum += READ_ONCE(p->hdr->lost[i]) - p->lost_seen[i];
-	return !p->refused && !p->more && !sum &&
+	/* nothing of it is delivered any more (kpp_pring_drain_one()) */
+	if (p->shared)
+		return true;
+	return !p->refused && !p->more && !kpp_pring_lost_moved(p, cur, NULL) &&
 	       p->invalid == p->invalid_seen && p->resets == p->resets_seen;
 }
 
@@ -492,6 +587,7 @@ static void kpp_pring_unlink_free(struct kpp_pring *p)
 	list_del(&p->node);
 	atomic_dec(&kpp_dev.pring_count);
 	atomic64_sub(kpp_pring_bytes(p->size), &kpp_dev.pring_total);
+	kpp_pring_uid_charge(p->charge, -(s64)kpp_pring_bytes(p->size));
 	kpp_pring_free(p);
 }
 
@@ -499,28 +595,46 @@ static void kpp_pring_unlink_free(struct kpp_pring *p)
  * kpp_pring_drain_all - drain every producer ring, round-robin, as far as
  * the consumer's ring has room.  In the consumer's context (poll, the
  * drain ioctl, the cycle and drain work items); sleeps.
+ *
+ * The first pass visits every ring; the later ones only the rings that
+ * gave their whole budget (@more), kept on a local list: one ring with a
+ * backlog must not make every pass walk every idle ring (64 passes times
+ * some 3,800 rings, under prings_lock).
  */
 void kpp_pring_drain_all(void)
 {
 	struct kpp_pring *p, *n;
-	bool any, full = false;
+	LIST_HEAD(busy);
+	bool full = false;
 	int pass;
 
 	mutex_lock(&kpp_dev.prings_lock);
-	for (pass = 0; pass < KPP_PRING_PASSES && !full; pass++) {
-		any = false;
-		list_for_each_entry_safe(p, n, &kpp_dev.prings, node) {
-			if (kpp_pring_drain_one(p, KPP_PRING_BUDGET, &full))
-				any = true;
-			if (p->orphan && kpp_pring_settled(p))
-				kpp_pring_unlink_free(p);
+	list_for_each_entry_safe(p, n, &kpp_dev.prings, node) {
+		kpp_pring_drain_one(p, KPP_PRING_BUDGET, &full);
+		if (p->more)
+			list_add_tail(&p->busy, &busy);
+		else if (p->orphan && kpp_pring_settled(p))
+			kpp_pring_unlink_free(p);
+		if (full)
+			break;
+	}
+	for (pass = 1; pass < KPP_PRING_PASSES && !full && !list_empty(&busy);
+	     pass++) {
+		cond_resched();
+		list_for_each_entry_safe(p, n, &busy, busy) {
+			kpp_pring_drain_one(p, KPP_PRING_BUDGET, &full);
+			if (!p->more) {
+				list_del(&p->busy);
+				if (p->orphan && kpp_pring_settled(p))
+					kpp_pring_unlink_free(p);
+			}
 			if (full)
 				break;
 		}
-		if (!any)
-			break;
-		cond_resched();
 	}
+	/* what is left waits for the next drain */
+	list_for_each_entry_safe(p, n, &busy, busy)
+		list_del(&p->busy);
 	/* the next drain starts one ring further */
 	if (!list_empty(&kpp_dev.prings))
 		list_rotate_left(&kpp_dev.prings);
@@ -586,11 +700,13 @@ void kpp_pring_drain_stop(void)
  * @size:      pring_size: a power of two in [KPP_PRING_SIZE_MIN,
  *             KPP_PRING_SIZE_MAX].
  * @total_max: pring_total_max, bytes.
+ * @uid_max:   pring_uid_max, bytes (one charge uid's rings).
  * @period_ms: drain_period_ms; 0: no periodic drain.
  *
  * Return: 0, -EINVAL or -ENOMEM.
  */
-int kpp_pring_init(u64 size, u64 total_max, unsigned int period_ms)
+int kpp_pring_init(u64 size, u64 total_max, u64 uid_max,
+		   unsigned int period_ms)
 {
 	if (!is_power_of_2(size) || size < KPP_PRING_SIZE_MIN ||
 	    size > KPP_PRING_SIZE_MAX || size < 2 * KPP_RECORD_SIZE_MAX)
@@ -602,6 +718,8 @@ int kpp_pring_init(u64 size, u64 total_max, unsigned int period_ms)
 	INIT_LIST_HEAD(&kpp_dev.prings);
 	kpp_dev.pring_size = size;
 	kpp_dev.pring_total_max = total_max;
+	kpp_dev.pring_uid_max = uid_max;
+	xa_init(&kpp_dev.pring_uids);
 	kpp_dev.drain_period_ms = period_ms;
 	INIT_DELAYED_WORK(&kpp_dev.drain_work, kpp_pring_drain_fn);
 	return 0;
@@ -622,5 +740,6 @@ void kpp_pring_exit(void)
 		kpp_pring_unlink_free(p);
 	}
 	mutex_unlock(&kpp_dev.prings_lock);
+	xa_destroy(&kpp_dev.pring_uids);
 	kfree(kpp_dev.drain_buf);
 }
