@@ -27,23 +27,6 @@ static int mod_loaded(void)
 	return access("/sys/module/kpprof", F_OK) == 0;
 }
 
-/* mod_load - finit_module(2) of the module file with @params; 0 or -errno */
-static int mod_load(const char *params)
-{
-	int fd = open(dev__module_path(), O_RDONLY | O_CLOEXEC), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
-static int mod_unload(void)
-{
-	return syscall(SYS_delete_module, "kpprof", O_NONBLOCK) ? -errno : 0;
-}
-
 /* ensure_default - the module loaded with default parameters */
 static int ensure_default(void)
 {
@@ -60,11 +43,11 @@ static int ensure_default(void)
 			return err;
 		if (info.producer_gid == -1 && info.ring_size == 4 << 20)
 			return 0;
-		err = mod_unload();
+		err = dev__module_unload();
 		if (err)
 			return err;
 	}
-	return mod_load("");
+	return dev__module_load("");
 }
 
 FIXTURE(mod) {
@@ -95,16 +78,16 @@ TEST_F(mod, open_fd_pins_module)
 	/* whatever an earlier program left: every profile on */
 	dev__test_config(&cfg);
 	ASSERT_EQ(0, dev__set_config(fd, &cfg));
-	EXPECT_EQ(-EWOULDBLOCK, mod_unload());
+	EXPECT_EQ(-EWOULDBLOCK, dev__module_unload());
 	EXPECT_TRUE(mod_loaded());
 	/* the descriptor keeps working */
 	EXPECT_EQ(0, dev__info(fd, &info));
 	EXPECT_EQ(0, dev__write(fd, buf, rec_build__alloc(buf, 4, 1)));
 	close(fd);
-	EXPECT_EQ(0, mod_unload());
+	EXPECT_EQ(0, dev__module_unload());
 	EXPECT_FALSE(mod_loaded());
 	EXPECT_NE(0, access(KPPROF_DEVICE_PATH, F_OK));
-	EXPECT_EQ(0, mod_load(""));
+	EXPECT_EQ(0, dev__module_load(""));
 }
 
 TEST_F(mod, mapping_pins_module)
@@ -117,12 +100,12 @@ TEST_F(mod, mapping_pins_module)
 	pg = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, pg);
 	close(fd);
-	EXPECT_EQ(-EWOULDBLOCK, mod_unload());
+	EXPECT_EQ(-EWOULDBLOCK, dev__module_unload());
 	/* the page stays readable */
 	EXPECT_EQ(KPPROF_ABI_VERSION, pg->abi_version);
 	munmap((void *)pg, page);
-	EXPECT_EQ(0, mod_unload());
-	EXPECT_EQ(0, mod_load(""));
+	EXPECT_EQ(0, dev__module_unload());
+	EXPECT_EQ(0, dev__module_load(""));
 }
 
 TEST_F(mod, attached_consumer_pins_module)
@@ -131,7 +114,7 @@ TEST_F(mod, attached_consumer_pins_module)
 
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, dev__ioctl(fd, KPPROF_IOC_CONSUMER_ATTACH, NULL));
-	EXPECT_EQ(-EWOULDBLOCK, mod_unload());
+	EXPECT_EQ(-EWOULDBLOCK, dev__module_unload());
 	close(fd);
 }
 
@@ -144,9 +127,9 @@ TEST_F_TIMEOUT(mod, load_unload_50_times, 120)
 		struct kpprof_info info;
 		int fd;
 
-		ASSERT_EQ(0, mod_unload()) TH_LOG("round %u", i);
+		ASSERT_EQ(0, dev__module_unload()) TH_LOG("round %u", i);
 		ASSERT_FALSE(mod_loaded());
-		ASSERT_EQ(0, mod_load("")) TH_LOG("round %u", i);
+		ASSERT_EQ(0, dev__module_load("")) TH_LOG("round %u", i);
 		fd = dev__open();
 		ASSERT_LE(0, fd) TH_LOG("round %u: open: %s", i, strerror(-fd));
 		EXPECT_EQ(0, dev__info(fd, &info));
@@ -158,7 +141,7 @@ TEST_F_TIMEOUT(mod, load_unload_50_times, 120)
 /* A second load of a loaded module is EEXIST, and changes nothing. */
 TEST_F(mod, double_load_eexist)
 {
-	EXPECT_EQ(-EEXIST, mod_load(""));
+	EXPECT_EQ(-EEXIST, dev__module_load(""));
 	EXPECT_TRUE(mod_loaded());
 }
 
@@ -193,8 +176,8 @@ FIXTURE_TEARDOWN(badparam)
 
 TEST_F(badparam, load_fails_einval)
 {
-	ASSERT_EQ(0, mod_unload());
-	EXPECT_EQ(-EINVAL, mod_load(variant->params)) TH_LOG("%s", variant->params);
+	ASSERT_EQ(0, dev__module_unload());
+	EXPECT_EQ(-EINVAL, dev__module_load(variant->params)) TH_LOG("%s", variant->params);
 	EXPECT_FALSE(mod_loaded());
 	EXPECT_NE(0, access(KPPROF_DEVICE_PATH, F_OK));
 }
@@ -205,8 +188,8 @@ TEST_F(mod, ring_size_param_applies)
 	struct kpprof_info info;
 	int fd;
 
-	ASSERT_EQ(0, mod_unload());
-	ASSERT_EQ(0, mod_load("ring_size=65536"));
+	ASSERT_EQ(0, dev__module_unload());
+	ASSERT_EQ(0, dev__module_load("ring_size=65536"));
 	fd = dev__open();
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, dev__info(fd, &info));
@@ -221,8 +204,8 @@ TEST_F(mod, producer_gid_restricts_writers)
 	struct kpprof_info info;
 	int fd, g, status[2];
 
-	ASSERT_EQ(0, mod_unload());
-	ASSERT_EQ(0, mod_load("producer_gid=4321"));
+	ASSERT_EQ(0, dev__module_unload());
+	ASSERT_EQ(0, dev__module_load("producer_gid=4321"));
 	fd = dev__open();
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, dev__info(fd, &info));
@@ -309,8 +292,8 @@ TEST_F(mod, producer_permission_decided_at_open)
 	struct kpprof_stats st0, st1;
 	int fd, sv[2], status, i, got;
 
-	ASSERT_EQ(0, mod_unload());
-	ASSERT_EQ(0, mod_load("producer_gid=4321"));
+	ASSERT_EQ(0, dev__module_unload());
+	ASSERT_EQ(0, dev__module_load("producer_gid=4321"));
 	fd = dev__open();
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, dev__stats(fd, &st0));

@@ -28,22 +28,6 @@
 #define OTHER_UID	60002
 #define MAX_RINGS	4096
 
-static int mod_load(const char *params)
-{
-	int fd = open(dev__module_path(), O_RDONLY | O_CLOEXEC), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
-static int mod_unload(void)
-{
-	return syscall(SYS_delete_module, "kpprof", O_NONBLOCK) ? -errno : 0;
-}
-
 static int become(uid_t uid)
 {
 	return setresgid(uid, uid, uid) || setresuid(uid, uid, uid);
@@ -78,8 +62,8 @@ FIXTURE_SETUP(cap)
 	struct rlimit rl = { MAX_RINGS + 64, MAX_RINGS + 64 };
 
 	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
-	mod_unload();
-	ASSERT_EQ(0, mod_load("pring_total_max=2097152"))
+	dev__module_unload();
+	ASSERT_EQ(0, dev__module_load("pring_total_max=2097152"))
 		TH_LOG("load %s: is the module still in use?", dev__module_path());
 	self->loaded = 1;
 }
@@ -87,8 +71,8 @@ FIXTURE_SETUP(cap)
 FIXTURE_TEARDOWN(cap)
 {
 	/* every child is gone: the module unloads, and comes back as it was */
-	EXPECT_EQ(0, mod_unload());
-	EXPECT_EQ(0, mod_load(""));
+	EXPECT_EQ(0, dev__module_unload());
+	EXPECT_EQ(0, dev__module_load(""));
 }
 
 TEST_F_TIMEOUT(cap, one_uid_cannot_take_every_ring, 120)

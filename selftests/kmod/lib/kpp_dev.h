@@ -42,6 +42,10 @@ void dev__test_config(struct kpprof_config *cfg);
  * the root of the repository this program was built in.
  */
 const char *dev__module_path(void);
+/* dev__module_load - finit_module(2) of dev__module_path() with @params; 0 or -errno */
+int dev__module_load(const char *params);
+/* dev__module_unload - delete_module(2) of kpprof, O_NONBLOCK; 0 or -errno */
+int dev__module_unload(void);
 
 /* now_ns - CLOCK_MONOTONIC in ns, the clock the kernel stamps records with */
 __u64 now_ns(void);
