@@ -102,23 +102,23 @@ for lib in "$@"; do
 		tap_ok "$b: cancel: a thread cancelled while sampling, then fork: none hangs" ||
 		tap_fail "$b: cancel" "$got"
 
-	bad=0
-	for i in $(seq 10); do
-		got=$(fs "$lib" exit)
-		last=$(decode | tail -n 1 | awk '{ print $1 $5 }')
-		[ "$got" = $'exit: ok\nexit 0' ] && [ "$last" = COMM3 ] || bad=$((bad + 1))
-	done
+	# exit_last MODE: of 10 runs of fork_safety MODE, how many did not end
+	# "MODE: ok" with COMM (EXIT) as the last record
+	exit_last() {
+		local bad=0 got last
+		for _ in $(seq 10); do
+			got=$(fs "$lib" "$1")
+			last=$(decode | tail -n 1 | awk '{ print $1 $5 }')
+			[ "$got" = "$1: ok"$'\nexit 0' ] && [ "$last" = COMM3 ] || bad=$((bad + 1))
+		done
+		echo $bad
+	}
+	bad=$(exit_last exit)
 	[ "$bad" = 0 ] && tap_ok "$b: exit: COMM (EXIT) is the last record, 10 runs" ||
 		tap_fail "$b: exit" "$bad of 10 runs with records after EXIT (or failed)"
-
 	# A thread freeing sampled blocks while main returns: its FREEs must
 	# stop at EXIT too (they pass no sampling path).
-	bad=0
-	for i in $(seq 10); do
-		got=$(fs "$lib" exit_free)
-		last=$(decode | tail -n 1 | awk '{ print $1 $5 }')
-		[ "$got" = $'exit_free: ok\nexit 0' ] && [ "$last" = COMM3 ] || bad=$((bad + 1))
-	done
+	bad=$(exit_last exit_free)
 	[ "$bad" = 0 ] && tap_ok "$b: exit_free: no FREE after COMM (EXIT) from a thread freeing during exit(), 10 runs" ||
 		tap_fail "$b: exit_free" "$bad of 10 runs with records after EXIT (or failed)"
 
