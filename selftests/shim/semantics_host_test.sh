@@ -195,22 +195,13 @@ check "non-PIE program with a canonical PLT entry for malloc: interposed ($n not
 
 # ---------------------------------------------------------------- next definitions
 cfg 524288
-fsz() {		# fsz PRELOAD: ns per malloc+free_sized, x10
-	KPPROF_TEST_CONFIG=$tmp/cfg KPPROF_TEST_SINK=/dev/null LD_PRELOAD=$1 \
-		"$d/semantics" fsz 2000000 >"$tmp/fsz" 2>&1
-	awk '{ printf "%d", $2 * 10 }' "$tmp/fsz"
-}
-# The best of five runs each, interleaved (the machine is shared).
-none=0 shim=0
-for i in 1 2 3 4 5; do
-	v=$(fsz "")
-	(( none == 0 || v < none )) && none=$v
-	v=$(fsz "$lib")
-	(( shim == 0 || v < shim )) && shim=$v
-done
-tap_diag "free_sized: no shim $((none / 10)).$((none % 10)) ns, shim $((shim / 10)).$((shim % 10)) ns per malloc+free; $(cat "$tmp/fsz")"
-check "free_sized without a next definition: within 2x of no shim, no dlsym per call" \
-	"shim <= 2 * none"
+fsz_rc=0
+KPPROF_TEST_CONFIG=$tmp/cfg KPPROF_TEST_SINK=/dev/null LD_PRELOAD=$lib \
+	timeout 120 "$d/semantics" fsz 2000000 >"$tmp/fsz" 2>&1 || fsz_rc=$?
+tap_diag "free_sized under the shim: $(cat "$tmp/fsz")"
+calls=$(awk '$1 == "fsz" { print $NF }' "$tmp/fsz")
+check "free_sized without a next definition: no dlsym per call (${calls:-none} in 2M calls)" \
+	"fsz_rc == 0 && ${calls:--1} == 0"
 check "free_sized: the program's dlerror() stays clear" \
 	"$(grep -c 'dlerror (null)' "$tmp/fsz") == 1"
 
