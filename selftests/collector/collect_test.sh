@@ -80,8 +80,9 @@ $K collect -o "$out/periodic" --interval 1 --mem-rate 65536 2>"$out/collect.log"
 cpid=$!
 attached $cpid || tap_diag "the collector did not attach in 60 s"
 LD_PRELOAD=$S "$W/seeds_heap" 20
-# A profile written before the workload ran is valid but empty: wait (60 s
-# at most) for one written after it, which must show the workload.  Its
+# A profile written before the workload ran is valid but empty: wait (180 s
+# at most: each try runs go tool pprof, seconds under TCG on a loaded
+# machine) for one written after it, which must show the workload.  Its
 # allocations, not what it holds: it may have exited by then, and an exited
 # process holds nothing.
 shows_func1() {
@@ -89,7 +90,7 @@ shows_func1() {
 		go tool pprof -symbolize=none -sample_index=alloc_space -top "$out/periodic/heap.pb.gz" 2>&1 |
 		grep -q func1
 }
-if wait_for 60 shows_func1 && kill -0 $cpid 2>/dev/null; then
+if wait_for 180 shows_func1 && kill -0 $cpid 2>/dev/null; then
 	tap_ok "--interval writes profiles while running"
 else
 	tap_diag "$(cat "$out/collect.log")"
