@@ -93,6 +93,9 @@ refused "a FIFO as --tls-cert" "--tls-cert $d/fifo: not a regular file" \
 	"${L[@]}" --tls-cert "$d/fifo" --tls-key "$d/server.key" --tls-client-ca "$d/ca.pem"
 refused "a FIFO as --tls-client-ca" "--tls-client-ca $d/fifo: not a regular file" \
 	"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/server.key" --tls-client-ca "$d/fifo"
+refused "an empty --tls-client-name (it would match no certificate)" \
+	"--tls-client-name '': an empty name matches no certificate" \
+	"${L[@]}" "${C[@]}" --tls-client-name scraper --tls-client-name ""
 refused "tls: without the files" "tls: needs --tls-cert, --tls-key and --tls-client-ca" \
 	"${L[@]}" --tls-cert "$d/server.pem"
 refused "TLS files without a tls: listener" "--tls-\\* options without a --listen tls:" \

@@ -260,6 +260,12 @@ struct kpp_tls *kpp_tls__new(const struct kpp_tls_opts *o)
 	bad |= load_cert(t->ctx, o->cert) != 0;
 	bad |= load_key(t->ctx, o->key, !bad) != 0;
 	bad |= load_ca(t->ctx, o->client_ca) != 0;
+	for (size_t i = 0; i < o->nr_names; i++)
+		if (!*o->names[i]) {
+			/* It would match no certificate: every client refused, silently. */
+			fprintf(stderr, "kpprof serve: --tls-client-name '': an empty name matches no certificate\n");
+			bad = 1;
+		}
 	for (size_t i = 0; i < o->nr_names && !bad; i++)
 		if (!(t->names[t->nr_names++] = strdup(o->names[i])))
 			bad = 1;
