@@ -5,7 +5,8 @@
 # before anything listens, and any problem stops the server with a clear
 # line naming the file: missing, not PEM, a key that does not match the
 # certificate, a key file others may read (as ssh refuses it), a CA file
-# with no CA in it.  The TLS options without a tls: listener, and a tls:
+# with no CA in it, a CA file others may write or another user owns, a FIFO
+# in place of any file (refused, not waited on).  The TLS options without a tls: listener, and a tls:
 # listener without them, are refused.  Repo root.
 set -u
 top=$(pwd)
@@ -61,6 +62,40 @@ o=$(timeout 20 "$K" serve "${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/wro
 	--tls-client-ca "$d/nope.pem" 2>&1)
 [ "$(grep -c 'kpprof serve: --tls-' <<<"$o")" = 2 ] && tap_ok "... both of them" ||
 	{ tap_diag "$o"; tap_fail "both bad files named"; }
+# The client CA decides who sees every process: a file others may write
+# (or that another user owns) would let a local user add a CA of their own
+# and, from the next start, read every profile through the tls: port.
+cp "$d/ca.pem" "$d/ca-open.pem"
+chmod 666 "$d/ca-open.pem"
+refused "a world-writable client CA file is refused" \
+	"--tls-client-ca $d/ca-open.pem: permissions 0666 let others write it" \
+	"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/server.key" --tls-client-ca "$d/ca-open.pem"
+chmod 664 "$d/ca-open.pem"
+refused "a group-writable client CA file is refused" \
+	"--tls-client-ca $d/ca-open.pem: permissions 0664 let others write it" \
+	"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/server.key" --tls-client-ca "$d/ca-open.pem"
+if [ "$(id -u)" = 0 ]; then
+	cp "$d/ca.pem" "$d/ca-theirs.pem"
+	chmod 644 "$d/ca-theirs.pem"
+	chown 65534 "$d/ca-theirs.pem"
+	refused "a client CA file owned by another user is refused" \
+		"--tls-client-ca $d/ca-theirs.pem: owned by uid 65534" \
+		"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/server.key" --tls-client-ca "$d/ca-theirs.pem"
+else
+	tap_skip "a client CA file owned by another user" "needs root to chown"
+fi
+# A FIFO (or a device) in place of a file: refused at once, not waited on
+# (opening a FIFO for reading blocks until someone writes to it).
+mkfifo -m 600 "$d/fifo"
+refused "a FIFO as --tls-key" "--tls-key $d/fifo: not a regular file" \
+	"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/fifo" --tls-client-ca "$d/ca.pem"
+refused "a FIFO as --tls-cert" "--tls-cert $d/fifo: not a regular file" \
+	"${L[@]}" --tls-cert "$d/fifo" --tls-key "$d/server.key" --tls-client-ca "$d/ca.pem"
+refused "a FIFO as --tls-client-ca" "--tls-client-ca $d/fifo: not a regular file" \
+	"${L[@]}" --tls-cert "$d/server.pem" --tls-key "$d/server.key" --tls-client-ca "$d/fifo"
+refused "an empty --tls-client-name (it would match no certificate)" \
+	"--tls-client-name '': an empty name matches no certificate" \
+	"${L[@]}" "${C[@]}" --tls-client-name scraper --tls-client-name ""
 refused "tls: without the files" "tls: needs --tls-cert, --tls-key and --tls-client-ca" \
 	"${L[@]}" --tls-cert "$d/server.pem"
 refused "TLS files without a tls: listener" "--tls-\\* options without a --listen tls:" \

@@ -39,6 +39,8 @@
  * Limits (slow or abandoning clients): the whole request (after the TLS
  * handshake, in the same time) must arrive within KPP_HTTP_READ_MS and the whole reply be taken within KPP_HTTP_WRITE_MS; a client has at most SERVE_PEER_CONNS connections at
  * once (per uid locally, per address remotely), more are closed at once;
+ * connections on a tls: listener still in their handshake take at most
+ * SERVE_MAX_HANDSHAKES of the SERVE_MAX_THREADS threads, more are closed;
  * deltas and plain requests have separate slots (SERVE_MAX_DELTAS, of which
  * SERVE_PEER_DELTAS per client, and SERVE_MAX_REQUESTS), so waiting deltas
  * never starve scrapes; a delta whose client hung up ends at once.  Every
@@ -82,6 +84,13 @@
 #define SERVE_PEER_CONNS	12
 /* Connection threads at once; more are closed. */
 #define SERVE_MAX_THREADS	128
+/*
+ * Of those, connections on a tls: listener still in their handshake (not
+ * yet authenticated): more are closed, so that clients without a
+ * certificate, from however many addresses, never take the threads that
+ * local scrapes and verified clients need.
+ */
+#define SERVE_MAX_HANDSHAKES	(SERVE_MAX_THREADS / 2)
 /* The longest ?seconds= (Go has no cap but the server's write timeout). */
 #define SERVE_MAX_SECONDS	(7 * 86400)
 #define SERVE_MAX_LISTEN	4
@@ -119,6 +128,7 @@ struct serve_counts {
 	atomic_ullong tls_proto;	/* not TLS, a failed handshake, the client left */
 	atomic_ullong tls_slow;		/* handshake not done by the request deadline */
 	atomic_ullong tls_name;		/* verified, but names no --tls-client-name */
+	atomic_ullong tls_busy;		/* closed: SERVE_MAX_HANDSHAKES */
 };
 
 struct listener {
@@ -135,6 +145,7 @@ struct server {
 	pthread_mutex_t count_lock;	/* threads, busy, deltas, peers */
 	pthread_cond_t idle;		/* threads dropped */
 	unsigned int threads, busy, deltas;
+	unsigned int handshakes;	/* tls: connections not yet verified */
 	struct peer_slot peers[SERVE_MAX_THREADS];
 	struct serve_counts n;
 	bool insecure_remote;
@@ -150,6 +161,7 @@ struct conn {
 	struct kpp_http_conn io;	/* the socket, and its TLS session once handshaken */
 	bool unix_socket;
 	bool tls;			/* from a tls: listener: no request before the handshake */
+	bool handshaking;		/* holds one of SERVE_MAX_HANDSHAKES (count_lock) */
 	struct kpp_peer peer;
 	struct peer_slot *slot;
 };
@@ -367,9 +379,10 @@ static void serve_counts_text(struct server *srv, char *buf, size_t len)
 		snprintf(buf + used, len - used,
 			 "; tls refused: %llu (client certificate missing or not trusted), "
 			 "%llu (not TLS or handshake failed), %llu (handshake too slow), "
-			 "%llu (client name not allowed)",
+			 "%llu (client name not allowed), %llu (handshakes at once)",
 			 (unsigned long long)n->tls_cert, (unsigned long long)n->tls_proto,
-			 (unsigned long long)n->tls_slow, (unsigned long long)n->tls_name);
+			 (unsigned long long)n->tls_slow, (unsigned long long)n->tls_name,
+			 (unsigned long long)n->tls_busy);
 	}
 }
 
@@ -721,6 +734,11 @@ static int tls_handshake(struct conn *c, int64_t deadline)
 	enum kpp_tls_fail f = kpp_tls__accept(srv->tls, c->io.fd, deadline, &c->io.tls, why,
 					      sizeof(why));
 
+	/* Verified or not, no longer a handshake in progress. */
+	pthread_mutex_lock(&srv->count_lock);
+	srv->handshakes--;
+	c->handshaking = false;
+	pthread_mutex_unlock(&srv->count_lock);
 	switch (f) {
 	case KPP_TLS_OK:
 		kpp_peer__tls_verified(&c->peer);
@@ -837,11 +855,15 @@ static void start_conn(struct server *srv, int fd, const struct listener *l)
 	pthread_mutex_lock(&srv->count_lock);
 	if (srv->threads >= SERVE_MAX_THREADS) {
 		atomic_fetch_add(&srv->n.threads, 1);
+	} else if (l->tls && srv->handshakes >= SERVE_MAX_HANDSHAKES) {
+		atomic_fetch_add(&srv->n.tls_busy, 1);
 	} else {
 		c->slot = peer_slot(srv, c->peer.key);
 		if (c->slot && c->slot->conns < SERVE_PEER_CONNS) {
 			c->slot->conns++;
 			srv->threads++;
+			c->handshaking = l->tls;
+			srv->handshakes += l->tls;
 			ok = true;
 		} else {
 			atomic_fetch_add(&srv->n.peer_conns, 1);
@@ -860,6 +882,7 @@ static void start_conn(struct server *srv, int fd, const struct listener *l)
 	if (pthread_create(&t, &attr, conn_thread, c)) {
 		pthread_mutex_lock(&srv->count_lock);
 		srv->threads--;
+		srv->handshakes -= c->handshaking;
 		c->slot->conns--;
 		pthread_mutex_unlock(&srv->count_lock);
 		close(fd);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -64,13 +65,31 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
 	return -1;
 }
 
-/* open_file - fopen @path for option @opt, or say why not. */
-static FILE *open_file(const char *opt, const char *path)
+/*
+ * open_file - @path for option @opt, a regular file, or say why not.
+ * Opened without waiting (a FIFO would block until someone writes to it)
+ * and checked on the descriptor that is then read, so nothing can be
+ * swapped in between; *@st is what was opened.
+ */
+static FILE *open_file(const char *opt, const char *path, struct stat *st)
 {
-	FILE *f = fopen(path, "re");
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	FILE *f;
 
-	if (!f)
+	if (fd < 0) {
 		fprintf(stderr, "kpprof serve: %s %s: %s\n", opt, path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, st) || !S_ISREG(st->st_mode)) {
+		fprintf(stderr, "kpprof serve: %s %s: not a regular file\n", opt, path);
+		close(fd);
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		fprintf(stderr, "kpprof serve: %s %s: %s\n", opt, path, strerror(errno));
+		close(fd);
+	}
 	return f;
 }
 
@@ -82,17 +101,15 @@ static FILE *open_file(const char *opt, const char *path)
  */
 static int load_key(SSL_CTX *ctx, const char *path, bool have_cert)
 {
-	FILE *f = open_file("--tls-key", path);
-	EVP_PKEY *key;
 	struct stat st;
+	FILE *f = open_file("--tls-key", path, &st);
+	EVP_PKEY *key;
 	char err[256];
 	int ret = -1;
 
 	if (!f)
 		return -1;
-	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "kpprof serve: --tls-key %s: not a regular file\n", path);
-	} else if (st.st_mode & S_IRWXO) {
+	if (st.st_mode & S_IRWXO) {
 		fprintf(stderr,
 			"kpprof serve: --tls-key %s: permissions %04o are too open: the private key is world-%s; "
 			"it must not be accessible by other users (chmod o-rwx %s)\n",
@@ -121,13 +138,15 @@ static int load_key(SSL_CTX *ctx, const char *path, bool have_cert)
 /* load_cert - the server's certificate and its chain (PEM, leaf first). */
 static int load_cert(SSL_CTX *ctx, const char *path)
 {
-	FILE *f = open_file("--tls-cert", path);
+	struct stat st;
+	FILE *f = open_file("--tls-cert", path, &st);
 	char err[256];
 	X509 *leaf;
 
 	if (!f)
 		return -1;
 	fclose(f);
+	/* Public: read again by path (a chain), after the checks above. */
 	if (SSL_CTX_use_certificate_chain_file(ctx, path) != 1) {
 		fprintf(stderr, "kpprof serve: --tls-cert %s: not a PEM certificate: %s\n", path,
 			ssl_error(err, sizeof(err)));
@@ -143,18 +162,38 @@ static int load_cert(SSL_CTX *ctx, const char *path)
 /*
  * load_ca - the CAs client certificates must chain to: at least one
  * certificate, each a CA (basicConstraints CA:TRUE, or an old v1 root), so
- * that a leaf given by mistake is not silently made a trust anchor.
+ * that a leaf given by mistake is not silently made a trust anchor.  The
+ * file decides who sees every process, so (as ssh's StrictModes for
+ * authorized_keys) it must be owned by root or the server's user and be
+ * writable by nobody else: else a local user could add a CA of their own.
+ * Each certificate is checked and trusted from the one descriptor read,
+ * never the path again (no file swapped in between).
  */
 static int load_ca(SSL_CTX *ctx, const char *path)
 {
-	FILE *f = open_file("--tls-client-ca", path);
-	STACK_OF(X509_NAME) *names;
+	struct stat st;
+	FILE *f = open_file("--tls-client-ca", path, &st);
+	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
 	size_t n = 0;
 	char err[256];
+	int ret = -1;
 	X509 *x;
 
 	if (!f)
 		return -1;
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		fprintf(stderr,
+			"kpprof serve: --tls-client-ca %s: owned by uid %u: it decides who sees every process, "
+			"so it must be owned by root (or the server's user)\n", path, (unsigned int)st.st_uid);
+		goto out;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		fprintf(stderr,
+			"kpprof serve: --tls-client-ca %s: permissions %04o let others write it: anyone who can "
+			"add a CA to it sees every process (chmod go-w %s)\n",
+			path, (unsigned int)(st.st_mode & 07777), path);
+		goto out;
+	}
 	while ((x = PEM_read_X509(f, NULL, NULL, NULL))) {
 		int ca = X509_check_ca(x);
 
@@ -165,27 +204,26 @@ static int load_ca(SSL_CTX *ctx, const char *path)
 			fprintf(stderr, "kpprof serve: --tls-client-ca %s: %s is not a CA certificate\n",
 				path, subject);
 			X509_free(x);
-			fclose(f);
-			return -1;
+			goto out;
+		}
+		/* Trusted, and told to clients, which pick the certificate these CAs issued. */
+		if (!X509_STORE_add_cert(store, x) || !SSL_CTX_add_client_CA(ctx, x)) {
+			fprintf(stderr, "kpprof serve: --tls-client-ca %s: %s\n", path,
+				ssl_error(err, sizeof(err)));
+			X509_free(x);
+			goto out;
 		}
 		X509_free(x);
 		n++;
 	}
-	fclose(f);
 	ERR_clear_error();	/* the end of the file reads as an error */
-	if (!n) {
+	if (!n)
 		fprintf(stderr, "kpprof serve: --tls-client-ca %s: no PEM certificate in it\n", path);
-		return -1;
-	}
-	names = SSL_load_client_CA_file(path);
-	if (!names || SSL_CTX_load_verify_locations(ctx, path, NULL) != 1) {
-		fprintf(stderr, "kpprof serve: --tls-client-ca %s: %s\n", path, ssl_error(err, sizeof(err)));
-		sk_X509_NAME_pop_free(names, X509_NAME_free);
-		return -1;
-	}
-	/* Told to clients, which pick the certificate these CAs issued. */
-	SSL_CTX_set_client_CA_list(ctx, names);
-	return 0;
+	else
+		ret = 0;
+out:
+	fclose(f);
+	return ret;
 }
 
 struct kpp_tls *kpp_tls__new(const struct kpp_tls_opts *o)
@@ -222,6 +260,12 @@ struct kpp_tls *kpp_tls__new(const struct kpp_tls_opts *o)
 	bad |= load_cert(t->ctx, o->cert) != 0;
 	bad |= load_key(t->ctx, o->key, !bad) != 0;
 	bad |= load_ca(t->ctx, o->client_ca) != 0;
+	for (size_t i = 0; i < o->nr_names; i++)
+		if (!*o->names[i]) {
+			/* It would match no certificate: every client refused, silently. */
+			fprintf(stderr, "kpprof serve: --tls-client-name '': an empty name matches no certificate\n");
+			bad = 1;
+		}
 	for (size_t i = 0; i < o->nr_names && !bad; i++)
 		if (!(t->names[t->nr_names++] = strdup(o->names[i])))
 			bad = 1;

@@ -42,7 +42,9 @@ struct kpp_tls_opts {
  * kpp_tls__new - read the files of @o once and check them: each exists
  * and parses, the key matches the certificate, the key file is a regular
  * file with no permission for others (as ssh), the CA file holds at least
- * one certificate.  NULL after one clear line on stderr per problem.
+ * one certificate and is owned by root (or us) and writable by nobody
+ * else, each a regular file (a FIFO is refused, not waited on).  NULL
+ * after one clear line on stderr per problem.
  */
 struct kpp_tls *kpp_tls__new(const struct kpp_tls_opts *o);
 void kpp_tls__free(struct kpp_tls *t);
