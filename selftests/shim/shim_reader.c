@@ -4,14 +4,14 @@
  *
  *   shim_reader [--mem-rate N] [--block-rate NS] [--mutex-fraction N]
  *               [--depth N] [--preload LIB] [--dump FILE]
- *               [--switch-after MS --switch-mem-rate N] [--stall-ms MS]
+ *               [--switch-after MS --switch-mem-rate N]
  *               [--stall-until-signal] -- CMD [ARGS...]
  *
  * Attaches as the ring's consumer, sets the config (heap, block and mutex
  * profiles on with the given rates, defaults mem 1, block 0, mutex 0),
  * runs CMD (with LD_PRELOAD=LIB when given; after MS milliseconds sets
  * mem_rate to N and writes a "SWITCH" line), drains the ring while CMD
- * runs (not in its first MS milliseconds with --stall-ms, so it fills up)
+ * runs (with --stall-until-signal, not before CMD says so: it fills up)
  * and once more after it exits, restores the old config, and writes one
  * line per record to --dump (or stdout):
  *
@@ -268,7 +268,6 @@ int main(int argc, char **argv)
 		{ "dump", required_argument, NULL, 'o' },
 		{ "switch-after", required_argument, NULL, 's' },
 		{ "switch-mem-rate", required_argument, NULL, 'S' },
-		{ "stall-ms", required_argument, NULL, 'T' },
 		{ "stall-until-signal", no_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -276,7 +275,7 @@ int main(int argc, char **argv)
 	struct kpprof_info info;
 	struct kpprof_stats st, st0;
 	const char *preload = NULL, *dump = NULL;
-	unsigned long long switch_ms = 0, switch_mem = 0, stall_ms = 0;
+	unsigned long long switch_ms = 0, switch_mem = 0;
 	struct timespec t0, tn;
 	unsigned long long mem = 1, blk = 0, mtx = 0, depth = KPPROF_STACK_DEPTH_DEFAULT;
 	struct ring rb = { 0 };
@@ -298,7 +297,6 @@ int main(int argc, char **argv)
 		case 'o': dump = optarg; break;
 		case 's': switch_ms = strtoull(optarg, NULL, 0); break;
 		case 'S': switch_mem = strtoull(optarg, NULL, 0); break;
-		case 'T': stall_ms = strtoull(optarg, NULL, 0); break;
 		case 'U': stall_sig = true; break;
 		default:
 			fprintf(stderr, "usage: shim_reader [options] -- CMD [ARGS...]\n");
@@ -399,14 +397,14 @@ int main(int argc, char **argv)
 				exit(125);
 			}
 			fprintf(stderr, "shim_reader: drained (%d passes)\n", passes);
-			if (kill(pid, SIGUSR2))
+			/* (a CMD already reaped gets nothing: it did not wait) */
+			if (w != pid && kill(pid, SIGUSR2))
 				die("kill SIGUSR2");
 			stall_sig = false;
 		}
-		/* --stall-ms, --stall-until-signal: read nothing at first, so
-		 * the ring fills up. */
-		if (!stall_sig && (!stall_ms || (unsigned long long)((tn.tv_sec - t0.tv_sec) * 1000 +
-			(tn.tv_nsec - t0.tv_nsec) / 1000000) >= stall_ms))
+		/* --stall-until-signal: read nothing at first, so the ring
+		 * fills up. */
+		if (!stall_sig)
 			drain(&rb, out);
 		if (w == pid)
 			break;
