@@ -30,9 +30,10 @@
  *   dup2race MS      swap a regular file and the device on that number
  *                    for MS ms while two threads sample; the file must
  *                    stay empty
- *   fullring N MS    sample a block, N more allocations (the ring fills:
- *                    run under shim_reader --stall-ms), free the block,
- *                    wait MS ms, allocate once more
+ *   fullring N       sample a block, N more allocations (the ring fills:
+ *                    run under shim_reader --stall-until-signal), free
+ *                    the block, SIGUSR1 to the parent (the reader), wait
+ *                    for its SIGUSR2 (it has drained), allocate once more
  *   realloc-fail     a failed realloc of a sampled block
  *   forksig N        N forks from a SIGALRM handler while the main thread
  *                    samples every allocation; children exit(0) later
@@ -511,25 +512,38 @@ static int do_dup2race(int ms)
 }
 
 /*
- * fullring: the reader reads nothing for a while (shim_reader --stall-ms),
- * the ring fills, and the FREE of a block sampled before is refused; after
- * MS ms (the reader has drained) one more record is made.
+ * fullring: the reader reads nothing until our SIGUSR1 (shim_reader
+ * --stall-until-signal), so the rings fill and the FREE of a block sampled
+ * before is refused (the shim holds the block); once the reader has
+ * drained everything it sends SIGUSR2, and one more record is made: the
+ * held FREE must go in before it.  A handshake, not a time: a busy machine
+ * only makes it slower.
  */
-static int do_fullring(int n, int ms)
+static int do_fullring(int n)
 {
-	char *target = malloc(4000);
-	struct timespec t0, t1;
+	struct timespec bound = { 300, 0 };	/* only a hung reader takes this */
+	sigset_t usr2;
+	char *target;
+	int sig;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* blocked before the reader can send it */
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	if (sigprocmask(SIG_BLOCK, &usr2, NULL))
+		return printf("fail sigprocmask: %s\n", strerror(errno)), 1;
+	target = malloc(4000);
 	fprintf(stderr, "ADDR target %p\n", (void *)target);
 	for (int i = 0; i < n; i++)
 		keep(malloc(100));
 	free(target);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	/* the free must come while the reader still stalls */
-	fprintf(stderr, "FREED after %ld ms\n", (long)((t1.tv_sec - t0.tv_sec) * 1000 +
-						      (t1.tv_nsec - t0.tv_nsec) / 1000000));
-	ms_sleep(ms);
+	if (kill(getppid(), SIGUSR1))
+		return printf("fail kill SIGUSR1: %s\n", strerror(errno)), 1;
+	do
+		sig = sigtimedwait(&usr2, NULL, &bound);
+	while (sig < 0 && errno == EINTR);
+	if (sig != SIGUSR2)
+		return printf("fail fullring: no SIGUSR2 from the reader in %ld s: %s\n",
+			      (long)bound.tv_sec, strerror(errno)), 1;
 	keep(malloc(200));
 	printf("ok fullring\n");
 	return 0;
@@ -710,7 +724,7 @@ int main(int argc, char **argv)
 	if (!strcmp(s, "dup2race"))
 		return do_dup2race((int)n);
 	if (!strcmp(s, "fullring"))
-		return do_fullring((int)n, argc > 3 ? atoi(argv[3]) : 0);
+		return do_fullring((int)n);
 	if (!strcmp(s, "realloc-fail"))
 		return do_realloc_fail();
 	if (!strcmp(s, "forksig"))

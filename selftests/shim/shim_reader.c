@@ -4,16 +4,16 @@
  *
  *   shim_reader [--mem-rate N] [--block-rate NS] [--mutex-fraction N]
  *               [--depth N] [--preload LIB] [--dump FILE]
- *               [--switch-after MS --switch-mem-rate N] [--stall-ms MS]
- *               -- CMD [ARGS...]
+ *               [--switch-after MS --switch-mem-rate N]
+ *               [--stall-until-signal] -- CMD [ARGS...]
  *
  * Attaches as the ring's consumer, sets the config (heap, block and mutex
  * profiles on with the given rates, defaults mem 1, block 0, mutex 0),
  * runs CMD (with LD_PRELOAD=LIB when given; after MS milliseconds sets
  * mem_rate to N and writes a "SWITCH" line), drains the ring while CMD
- * runs (not in its first MS milliseconds with --stall-ms, so it fills up)
- * runs and once more after it exits, restores the old config, and writes
- * one line per record to --dump (or stdout):
+ * runs (with --stall-until-signal, not before CMD says so: it fills up)
+ * and once more after it exits, restores the old config, and writes one
+ * line per record to --dump (or stdout):
  *
  *   ALLOC   tgid tid nr_pcs addr bytes rate pc0 pc1 ...
  *   FREE    tgid tid 0 addr bytes
@@ -28,6 +28,15 @@
  *
  * Then on stderr: "shim_reader: status S records N accepted A rejected R
  * dropped D", the module's statistics counted from attach to the end.  Exit status: CMD's.
+ *
+ * --stall-until-signal: a handshake instead of a time, so a busy machine
+ * cannot change what the test sees.  The reader reads nothing until it
+ * gets SIGUSR1 (from CMD); then it writes "shim_reader: at signal dropped
+ * D" on stderr (D counted as above, from attach to the signal), drains
+ * until the consumer's ring is empty and a KPPROF_IOC_DRAIN moves nothing
+ * more from the producer rings, writes "shim_reader: drained", and sends
+ * SIGUSR2 to CMD (which must have it blocked, or handled, by then).  Then
+ * it reads as usual.
  *
  *   shim_reader --decode FILE
  *
@@ -72,6 +81,25 @@ static void die(const char *what)
 {
 	fprintf(stderr, "shim_reader: %s: %s\n", what, strerror(errno));
 	exit(125);
+}
+
+/* --stall-until-signal: CMD's SIGUSR1 */
+static volatile sig_atomic_t got_usr1;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	got_usr1 = 1;
+}
+
+/* The losses the final line reports, between two GET_STATS. */
+static unsigned long long dropped_since(const struct kpprof_stats *st,
+					const struct kpprof_stats *st0)
+{
+	/* a producer ring's own full ring's drops are drops (ABI 3) */
+	return st->dropped[KPPROF_DROP_RING_FULL] - st0->dropped[KPPROF_DROP_RING_FULL] +
+	       st->dropped[KPPROF_DROP_SHARE] - st0->dropped[KPPROF_DROP_SHARE] +
+	       st->pring_lost - st0->pring_lost;
 }
 
 static void print_record(FILE *out, const unsigned char *p, __u32 len)
@@ -169,6 +197,41 @@ static void drain(struct ring *rb, FILE *out)
 	__atomic_store_n(rb->cons, cons, __ATOMIC_RELEASE);
 }
 
+/*
+ * drain_all - read until nothing is left anywhere: the consumer's ring is
+ * empty and a KPPROF_IOC_DRAIN issued with it empty moved nothing (no
+ * record drained, found invalid or written, LOST records included).  A
+ * record the consumer's ring has no room for stays in its producer ring
+ * (kpprof.h, The producer ring), and one drain moves a bounded number, so
+ * a single DRAIN is not enough after the rings filled.
+ *
+ * Return: the passes it took, or -1 if things still moved after the bound
+ * (some 5 minutes even on a slow guest).
+ */
+static int drain_all(struct ring *rb, FILE *out)
+{
+	struct kpprof_stats st;
+	__u64 last = ~0ULL;
+
+	for (int pass = 1; pass <= 60000; pass++) {
+		__u64 moved;
+
+		if (ioctl(rb->fd, KPPROF_IOC_DRAIN))
+			die("DRAIN");
+		drain(rb, out);
+		memset(&st, 0, sizeof(st));
+		if (ioctl(rb->fd, KPPROF_IOC_GET_STATS, &st))
+			die("GET_STATS");
+		moved = st.accepted + st.pring_drained + st.pring_invalid;
+		if (moved == last &&
+		    *rb->cons == __atomic_load_n(rb->prod, __ATOMIC_ACQUIRE))
+			return pass;
+		last = moved;
+		poll(NULL, 0, 5);
+	}
+	return -1;
+}
+
 /* --decode: a file of back-to-back records, as the test sink holds them. */
 static int decode(const char *path)
 {
@@ -205,14 +268,14 @@ int main(int argc, char **argv)
 		{ "dump", required_argument, NULL, 'o' },
 		{ "switch-after", required_argument, NULL, 's' },
 		{ "switch-mem-rate", required_argument, NULL, 'S' },
-		{ "stall-ms", required_argument, NULL, 'T' },
+		{ "stall-until-signal", no_argument, NULL, 'U' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct kpprof_config old, cfg;
 	struct kpprof_info info;
 	struct kpprof_stats st, st0;
 	const char *preload = NULL, *dump = NULL;
-	unsigned long long switch_ms = 0, switch_mem = 0, stall_ms = 0;
+	unsigned long long switch_ms = 0, switch_mem = 0;
 	struct timespec t0, tn;
 	unsigned long long mem = 1, blk = 0, mtx = 0, depth = KPPROF_STACK_DEPTH_DEFAULT;
 	struct ring rb = { 0 };
@@ -220,6 +283,7 @@ int main(int argc, char **argv)
 	long page;
 	pid_t pid;
 	int c, status = 0;
+	bool stall_sig = false;
 
 	if (argc == 3 && !strcmp(argv[1], "--decode"))
 		return decode(argv[2]);
@@ -233,7 +297,7 @@ int main(int argc, char **argv)
 		case 'o': dump = optarg; break;
 		case 's': switch_ms = strtoull(optarg, NULL, 0); break;
 		case 'S': switch_mem = strtoull(optarg, NULL, 0); break;
-		case 'T': stall_ms = strtoull(optarg, NULL, 0); break;
+		case 'U': stall_sig = true; break;
 		default:
 			fprintf(stderr, "usage: shim_reader [options] -- CMD [ARGS...]\n");
 			return 2;
@@ -281,6 +345,17 @@ int main(int argc, char **argv)
 	if (ioctl(rb.fd, KPPROF_IOC_SET_CONFIG, &cfg))
 		die("SET_CONFIG");
 
+	if (stall_sig) {
+		/* before the fork: CMD may signal as soon as it runs */
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_usr1;
+		sa.sa_flags = SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGUSR1, &sa, NULL))
+			die("sigaction");
+	}
 	pid = fork();
 	if (pid < 0)
 		die("fork");
@@ -306,9 +381,30 @@ int main(int argc, char **argv)
 			switch_ms = 0;
 		}
 
-		/* --stall-ms: read nothing at first, so the ring fills up. */
-		if (!stall_ms || (unsigned long long)((tn.tv_sec - t0.tv_sec) * 1000 +
-			(tn.tv_nsec - t0.tv_nsec) / 1000000) >= stall_ms)
+		if (stall_sig && got_usr1) {
+			/* CMD has made its records and waits for SIGUSR2. */
+			int passes;
+
+			memset(&st, 0, sizeof(st));
+			if (ioctl(rb.fd, KPPROF_IOC_GET_STATS, &st))
+				die("GET_STATS");
+			fprintf(stderr, "shim_reader: at signal dropped %llu\n",
+				dropped_since(&st, &st0));
+			passes = drain_all(&rb, out);
+			if (passes < 0) {
+				fprintf(stderr, "shim_reader: the rings never settled\n");
+				kill(pid, SIGKILL);
+				exit(125);
+			}
+			fprintf(stderr, "shim_reader: drained (%d passes)\n", passes);
+			/* (a CMD already reaped gets nothing: it did not wait) */
+			if (w != pid && kill(pid, SIGUSR2))
+				die("kill SIGUSR2");
+			stall_sig = false;
+		}
+		/* --stall-until-signal: read nothing at first, so the ring
+		 * fills up. */
+		if (!stall_sig)
 			drain(&rb, out);
 		if (w == pid)
 			break;
@@ -316,6 +412,8 @@ int main(int argc, char **argv)
 			die("waitpid");
 		poll(NULL, 0, 5);
 	}
+	if (stall_sig)
+		fprintf(stderr, "shim_reader: %s exited without sending SIGUSR1\n", argv[optind]);
 	drain(&rb, out);
 	if (ioctl(rb.fd, KPPROF_IOC_SET_CONFIG, &old))
 		die("SET_CONFIG (restore)");
@@ -326,12 +424,9 @@ int main(int argc, char **argv)
 	fprintf(stderr, "shim_reader: status %d records %lu accepted %llu rejected %llu dropped %llu\n",
 		WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), rb.records,
 		(unsigned long long)(st.accepted - st0.accepted),
-		/* a producer ring's malformed records are rejections too, its
-		 * own full ring's drops are drops (ABI 3) */
+		/* a producer ring's malformed records are rejections too */
 		(unsigned long long)(st.rejected - st0.rejected +
 				     st.pring_invalid - st0.pring_invalid),
-		(unsigned long long)(st.dropped[KPPROF_DROP_RING_FULL] - st0.dropped[KPPROF_DROP_RING_FULL] +
-				     st.dropped[KPPROF_DROP_SHARE] - st0.dropped[KPPROF_DROP_SHARE] +
-				     st.pring_lost - st0.pring_lost));
+		dropped_since(&st, &st0));
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
