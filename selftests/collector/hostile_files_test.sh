@@ -77,17 +77,20 @@ step "serving at $url, collector pid $srv"
 
 # --- the hostile producers, as nobody, alive until their stdin closes ---
 known() {	# the collector has drained process $1's records
-	# 120 s in all, well inside the program's 300: a collector that stops
-	# answering must leave time to say where its threads are.
-	local t0=$SECONDS
-	while [ $((SECONDS - t0)) -lt 120 ]; do
+	# One budget for every call, 400 s, well inside the list's 900 s for
+	# this program: a collector that stops answering must leave time to
+	# say where its threads are.  Under strace -f in TCG on a loaded
+	# machine, each traced open takes milliseconds, so draining the floods
+	# can take minutes; the bound is for a collector that never catches up.
+	while [ $SECONDS -lt $known_deadline ]; do
 		[ "$(curl -s -m 10 -o /dev/null -w '%{http_code}' "${url}heap?pid=$1")" = 200 ] && return 0
 		sleep 0.2
 	done
-	for t in /proc/$srv/task/*; do tap_diag "thread ${t##*/}: $(cat "$t/wchan") $(cut -d' ' -f1 "$t/syscall")"; done
+	for t in /proc/$srv/task/*; do tap_diag "thread ${t##*/}: $(cat "$t/wchan" 2>/dev/null) $(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"; done
 	tap_diag "strace tail: $(tail -5 "$out/strace.log")"
 	return 1
 }
+known_deadline=$((SECONDS + 400))
 mkfifo "$out/in1" "$out/in2" "$out/in3"
 setpriv --reuid=65534 --regid=65534 --clear-groups -- "$ev/hostile_producer" map "$ev/dotdot.so" "$ev/link.so" "$ev/big.so" <"$out/in1" >"$out/p1.out" 2>&1 &
 p1=$!
@@ -119,12 +122,14 @@ for p in $p2 $p3 $wl; do known "$p" || tap_diag "pid $p not known to the collect
 step "all known; scraping"
 # --- a scrape symbolizes everything, bounded in time ---
 t0=$(date +%s.%N)
-code=$(timeout 60 curl -s -m 20 -o "$out/heap.pb.gz" -w '%{http_code}' "${url}heap")
+# 60 s: the finding was minutes of reading a 200 GB file under the
+# session lock; a scrape of these few objects takes seconds even in TCG.
+code=$(timeout 90 curl -s -m 60 -o "$out/heap.pb.gz" -w '%{http_code}' "${url}heap")
 t1=$(date +%s.%N)
 secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-curl -s -m 20 -o "$out/heap.txt" "${url}heap?debug=1"
+curl -s -m 60 -o "$out/heap.txt" "${url}heap?debug=1"
 tap_diag "legacy text, the crafted libraries' frames: $(grep -E 'evil' "$out/heap.txt" | head -3)"
-if [ "$code" = 200 ] && awk -v s="$secs" 'BEGIN { exit !(s < 20) }'; then
+if [ "$code" = 200 ] && awk -v s="$secs" 'BEGIN { exit !(s < 60) }'; then
 	tap_ok "scrape with the hostile objects answered in $secs s"
 else
 	tap_fail "scrape: HTTP '$code' after $secs s"
