@@ -12,7 +12,7 @@
 #     /etc/shadow, each with samples inside, so the collector tries them.
 # Asserted: the collector opens neither /etc/shadow nor the secret library
 # (only O_PATH lookups and refusals in strace), a scrape answers within
-# 20 s without reading the sparse file (rchar), its descriptors and RSS stay
+# 60 s without reading the sparse file (rchar), its descriptors and RSS stay
 # within the stated bounds, the refusals are counted in the profile
 # comment, and the normal program's profile is right.  Repo root.
 set -u
