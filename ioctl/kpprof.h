@@ -223,7 +223,8 @@
  * write(2) their records, are still served.
  * 3: producer rings (KPPROF_FEAT_PRING), KPPROF_REC_LOST, the mmap layout
  * in kpprof_info, KPPROF_IOC_SUBMIT as _IOW (the _IO number of ABI 2 is
- * still accepted), KPPROF_IOC_DRAIN.
+ * still accepted), KPPROF_IOC_DRAIN, kpprof_record.version (ABI 2's
+ * __u16 kind split in two), kpprof_config_page.size.
  */
 #define KPPROF_ABI_VERSION	3
 #define KPPROF_DEVICE_PATH	"/dev/kpprof"
