@@ -69,6 +69,14 @@
  * made it: a subuid range) are all charged to that user, the owner of the
  * outermost such namespace; the ring header's @charge_uid says which.
  *
+ * Namespaces: every pid and uid the kernel writes (a record's tgid, tid,
+ * uid, a COMM record's ppid, a ring entry's charge_uid) is in the initial
+ * pid and user namespaces, whoever produces or consumes.  A consumer
+ * needs CAP_PERFMON or CAP_SYS_ADMIN in the initial user namespace, so it
+ * sees the whole machine and may translate ids into a container's view
+ * itself (/proc/<pid>/status NSpid, uid_map); the kernel does not
+ * translate into the consumer's namespaces, nor carry both views.
+ *
  * Extensible structs follow the copy_struct_from_user() rule: each is
  * versioned by its size, which is encoded in the ioctl number; new members
  * are only ever appended, 64-bit aligned.  The kernel accepts any size
@@ -215,7 +223,8 @@
  * write(2) their records, are still served.
  * 3: producer rings (KPPROF_FEAT_PRING), KPPROF_REC_LOST, the mmap layout
  * in kpprof_info, KPPROF_IOC_SUBMIT as _IOW (the _IO number of ABI 2 is
- * still accepted), KPPROF_IOC_DRAIN.
+ * still accepted), KPPROF_IOC_DRAIN, kpprof_record.version (ABI 2's
+ * __u16 kind split in two), kpprof_config_page.size.
  */
 #define KPPROF_ABI_VERSION	3
 #define KPPROF_DEVICE_PATH	"/dev/kpprof"
@@ -295,13 +304,28 @@ struct kpprof_config {
  * @cycle:       the current cycle, for information only; it never goes
  *               backwards.
  * @config:      the configuration in force.
+ * @size:        bytes of this struct the kernel fills in
+ *               (sizeof(struct kpprof_config_page) of the module; at
+ *               least KPPROF_CONFIG_PAGE_SIZE_VER1).  It never changes
+ *               while the module is loaded.  Members are only appended;
+ *               a reader uses those that end within @size and takes
+ *               the rest as zero.  An ABI 2 module leaves it 0 (the
+ *               page's remaining bytes were zero): then the struct is
+ *               the first 64 bytes.
+ * @reserved:    zero.
  */
 struct kpprof_config_page {
 	__u32 seq;
 	__u32 abi_version;
 	__u64 cycle;
 	struct kpprof_config config;
+	/* end of VER0 (ABI 2) */
+	__u32 size;
+	__u32 reserved;
 };
+
+#define KPPROF_CONFIG_PAGE_SIZE_VER0	64
+#define KPPROF_CONFIG_PAGE_SIZE_VER1	72	/* ABI 3: @size */
 
 /* ------------------------------------------------------------ info */
 
@@ -514,6 +538,12 @@ struct kpprof_format_arg {
 #define KPPROF_PGOFF_PRING	0x100000
 
 #define KPPROF_RING_BUSY	0x80000000U
+/*
+ * Used by producer rings: a producer that reserved an entry and then
+ * gives it up commits it with this bit (step 3 of the producer protocol);
+ * the drain skips it, uncounted.  The kernel never sets it in the
+ * consumer's ring today; a reader skips such an entry all the same.
+ */
 #define KPPROF_RING_DISCARD	0x40000000U
 #define KPPROF_RING_LEN_MASK	0x3fffffffU
 
@@ -580,9 +610,29 @@ enum {
 	KPPROF_REC_KINDS
 };
 
+/*
+ * Record versions.  ABI 2's kind was a __u16; ABI 3 splits it into @kind
+ * and @version, so on a little-endian machine an ABI 2 record reads as
+ * version 0 of the same kind.  Version 0 of each kind is the layout this
+ * header describes.  A later version of a kind may only append fields to
+ * its fixed part (before pcs[], path[] or comm[]), so the fixed part's
+ * size, and with it the offset of the trailing array and the least
+ * @size, follow from kind and version; nothing already here moves.  The
+ * kernel refuses a version it does not know (a write or SUBMIT fails with
+ * EINVAL, counted in kpprof_stats.rejected; in a producer ring the record
+ * is skipped and counted as invalid); a reader must refuse one it does
+ * not know, and count it, rather than read it as an older layout.  The
+ * format text (KPPROF_IOC_GET_FORMAT) names the field common_version and
+ * describes version 0 of each kind.
+ */
+#define KPPROF_REC_VERSION	0
+
 /**
  * struct kpprof_record - the header every record starts with
  * @kind:    KPPROF_REC_*.
+ * @version: the layout of the kind's fixed part (see Record versions);
+ *           KPPROF_REC_VERSION (0), the layout described here, is the
+ *           only one today.  Any other value is EINVAL.
  * @nr_pcs:  frames in the trailing pcs[] array (stack kinds), else 0;
  *           1 .. max_stack_depth for stack kinds.
  * @size:    total bytes of the record, this header included; a multiple
@@ -599,7 +649,8 @@ enum {
  * (a record cannot claim an identity).  The kernel fills them in.
  */
 struct kpprof_record {
-	__u16 kind;
+	__u8 kind;
+	__u8 version;
 	__u16 nr_pcs;
 	__u32 size;
 	__u32 tgid;

@@ -84,6 +84,7 @@ int kpp_config_init(struct kpp_config_state *cs)
 	WRITE_ONCE(cs->timer_on, false);
 	INIT_DELAYED_WORK(&cs->cycle_work, kpp_config_cycle_fn);
 	cs->page->abi_version = KPPROF_ABI_VERSION;
+	cs->page->size = sizeof(*cs->page);
 
 	mutex_lock(&cs->lock);
 	cs->cur = kpp_config_default;

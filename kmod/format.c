@@ -30,7 +30,8 @@ struct kpp_field {
 	{ type, decl, offsetof(struct st, field), 0 }
 
 static const struct kpp_field kpp_common_fields[] = {
-	{ "unsigned short", "common_type", offsetof(struct kpprof_record, kind), 2 },
+	{ "unsigned char", "common_type", offsetof(struct kpprof_record, kind), 1 },
+	{ "unsigned char", "common_version", offsetof(struct kpprof_record, version), 1 },
 	{ "unsigned short", "common_nr_pcs", offsetof(struct kpprof_record, nr_pcs), 2 },
 	{ "unsigned int", "common_size", offsetof(struct kpprof_record, size), 4 },
 	{ "unsigned int", "common_tgid", offsetof(struct kpprof_record, tgid), 4 },

@@ -170,6 +170,9 @@ int kpp_record_validate(const void *buf, size_t len, u32 max_depth,
 	if (hdr->tgid || hdr->tid || hdr->uid || hdr->cpu || hdr->time_ns ||
 	    hdr->cycle)
 		return -EINVAL;
+	/* only version 0 is known: a later one may have appended fields */
+	if (hdr->version != KPPROF_REC_VERSION)
+		return -EINVAL;
 
 	switch (hdr->kind) {
 	case KPPROF_REC_ALLOC:

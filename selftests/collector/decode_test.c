@@ -131,6 +131,66 @@ TEST_F(dec, malformed_refused)
 	EXPECT_EQ(-EINVAL, kpp_decoder__decode(self->d, self->b.bytes, len, &r));
 }
 
+/*
+ * ABI 3: a record of a version the decoder does not know (a later module's
+ * ALLOC with fields appended) is refused with its own error, which the
+ * session counts in bad_records, never read as version 0.
+ */
+TEST_F(dec, unknown_version_refused)
+{
+	uint64_t pcs[2] = { 0x401000, 0x402000 };
+	struct kpp_rec r;
+	size_t len;
+
+	len = test_alloc(&self->b, 1, 1, 0x10, 8, 1, pcs, 2);
+	ASSERT_EQ(0, kpp_decoder__decode(self->d, self->b.bytes, len, &r));
+	self->b.hdr.version = 1;
+	EXPECT_EQ(-EPROTONOSUPPORT, kpp_decoder__decode(self->d, self->b.bytes, len, &r));
+	self->b.hdr.version = 255;
+	EXPECT_EQ(-EPROTONOSUPPORT, kpp_decoder__decode(self->d, self->b.bytes, len, &r));
+	/* every kind, not only ALLOC: the kernel's CYCLE too */
+	len = test_cycle(&self->b, 3);
+	self->b.hdr.version = 1;
+	EXPECT_EQ(-EPROTONOSUPPORT, kpp_decoder__decode(self->d, self->b.bytes, len, &r));
+	/* a record too short to hold its version is refused, not read past */
+	EXPECT_NE(0, kpp_decoder__decode(self->d, self->b.bytes, 1, &r));
+}
+
+/*
+ * ABI 2's format text has a __u16 common_type and no common_version: its
+ * records still decode (the version check needs the field).
+ */
+TEST_F(dec, abi2_text_without_version)
+{
+	const char *two = "\tfield:unsigned char common_type;\toffset:0;\tsize:1;\tsigned:0;\n"
+			  "\tfield:unsigned char common_version;\toffset:1;\tsize:1;\tsigned:0;\n";
+	const char *one = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n";
+	size_t tl = strlen(two), ol = strlen(one), n = 0;
+	char *old = calloc(1, strlen(self->text) + 1), err[256] = "";
+	uint64_t pcs[1] = { 0x99 };
+	struct kpp_decoder *d2;
+	const char *p, *q;
+	struct kpp_rec r;
+	size_t len;
+
+	ASSERT_NE(NULL, old);
+	for (p = self->text; (q = strstr(p, two)); p = q + tl, n++) {
+		strncat(old, p, q - p);
+		strcat(old, one);
+	}
+	strcat(old, p);
+	ASSERT_EQ(KPPROF_REC_KINDS - 1, n);
+	ASSERT_LT(ol, tl);
+	d2 = kpp_decoder__new(old, err, sizeof(err));
+	ASSERT_NE(NULL, d2) TH_LOG("%s", err);
+	len = test_alloc(&self->b, 9, 2, 0x20, 16, 1, pcs, 1);
+	EXPECT_EQ(0, kpp_decoder__decode(d2, self->b.bytes, len, &r));
+	EXPECT_EQ(KPPROF_REC_ALLOC, r.kind);
+	EXPECT_EQ(9u, r.tgid);
+	kpp_decoder__free(d2);
+	free(old);
+}
+
 /* The decoder reads at the offsets the text gives, not the header's. */
 TEST_F(dec, follows_the_text)
 {

@@ -114,6 +114,24 @@ TEST_F(cfg, page_cycle_matches_stats)
 	EXPECT_EQ(cycle, st.cycle);
 }
 
+/*
+ * ABI 3: the page says how many bytes of its struct the kernel fills in
+ * (room to grow), and what follows them in the page is zero.
+ */
+TEST_F(cfg, page_size_field)
+{
+	const unsigned char *p = (const void *)self->page;
+	long pagesz = sysconf(_SC_PAGESIZE), i;
+
+	EXPECT_EQ(KPPROF_ABI_VERSION, self->page->abi_version);
+	EXPECT_EQ(sizeof(struct kpprof_config_page), self->page->size);
+	EXPECT_LE(KPPROF_CONFIG_PAGE_SIZE_VER1, self->page->size);
+	EXPECT_EQ(0, self->page->reserved);
+	ASSERT_LT(self->page->size, pagesz);
+	for (i = self->page->size; i < pagesz; i++)
+		ASSERT_EQ(0, p[i]) TH_LOG("byte %ld past the struct is not zero", i);
+}
+
 TEST_F(cfg, zero_rates_and_timer_off_valid)
 {
 	struct kpprof_config want = self->good, got;

@@ -66,7 +66,7 @@ static const struct want_event want_events[] = {
 
 /* The record header, in every event. */
 static const struct want_field header_fields[] = {
-	F(kpprof_record, kind), F(kpprof_record, nr_pcs), F(kpprof_record, size),
+	F(kpprof_record, kind), F(kpprof_record, version), F(kpprof_record, nr_pcs), F(kpprof_record, size),
 	F(kpprof_record, tgid), F(kpprof_record, tid), F(kpprof_record, uid),
 	F(kpprof_record, cpu), F(kpprof_record, time_ns), F(kpprof_record, cycle),
 };

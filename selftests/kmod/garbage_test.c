@@ -31,6 +31,7 @@ enum gcase {
 	G_MMAP_START_GT_END, G_MMAP_START_UNALIGNED, G_MMAP_OFFSET_UNALIGNED,
 	G_MMAP_PATH_LEN_0, G_MMAP_PATH_LEN_OVER_MAX, G_MMAP_PATH_LEN_SIZE,
 	G_MMAP_NR_1, G_MUNMAP_START_EQ_END, G_COMM_REASON_4, G_COMM_NR_1,
+	G_VERSION_1_FREE, G_VERSION_1_ALLOC, G_VERSION_FF,
 	G_COUNT
 };
 
@@ -89,9 +90,26 @@ static size_t build_case(enum gcase c, unsigned char *buf, __u32 max)
 		len = rec_build__free(buf, 0x1000, 8);
 		h->kind = KPPROF_REC_KINDS;
 		return len;
-	case G_KIND_FFFF:
+	case G_KIND_FFFF:	/* ABI 2's __u16 kind 0xffff: kind and version */
 		len = rec_build__free(buf, 0x1000, 8);
-		h->kind = 0xffff;
+		h->kind = 0xff;
+		h->version = 0xff;
+		return len;
+	/*
+	 * ABI 3: a record valid in every byte as version 0, claiming a later
+	 * version, whose appended fields the kernel cannot know
+	 */
+	case G_VERSION_1_FREE:
+		len = rec_build__free(buf, 0x1000, 8);
+		h->version = 1;
+		return len;
+	case G_VERSION_1_ALLOC:
+		len = rec_build__alloc(buf, 3, 2);
+		h->version = 1;
+		return len;
+	case G_VERSION_FF:
+		len = rec_build__free(buf, 0x1000, 8);
+		h->version = 0xff;
 		return len;
 	case G_ALLOC_NR_0:	/* no stack, and the size says so */
 		return rec_build__alloc(buf, 0, 3);
@@ -259,6 +277,9 @@ GARBAGE(mmap_nr_pcs_1, G_MMAP_NR_1);
 GARBAGE(munmap_start_eq_end, G_MUNMAP_START_EQ_END);
 GARBAGE(comm_unknown_reason, G_COMM_REASON_4);
 GARBAGE(comm_nr_pcs_1, G_COMM_NR_1);
+GARBAGE(version_1_free, G_VERSION_1_FREE);
+GARBAGE(version_1_alloc, G_VERSION_1_ALLOC);
+GARBAGE(version_ff, G_VERSION_FF);
 
 TEST_F(garbage, rejected_einval_ring_untouched)
 {

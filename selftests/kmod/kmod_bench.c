@@ -9,8 +9,13 @@
  *      bare syscall.  Also against pwrite(2) of the same bytes to a tmpfs
  *      file (a syscall that copies them in, as the module must), and the
  *      cost of a write dropped on a full ring.
- *   2. records/s with 1 and 2 producer threads (pinned, one per CPU)
- *      while a consumer thread drains with poll(), and the drops.
+ *   2. records/s with 1, 2, 4 and 8 producer threads (pinned, one per
+ *      CPU while there are enough), each through its producer ring and
+ *      through KPPROF_IOC_SUBMIT (a syscall per record), while a consumer
+ *      thread reads with poll(), and the drops.
+ *   2b. the drain's cost per record in the consumer: rings filled with no
+ *      consumer attached (no periodic drain), then KPPROF_IOC_DRAIN timed
+ *      until they are empty, over the records it moved (pring_drained).
  *   3. kernel memory of the module at the default ring size: free pages
  *      (MemFree + per-CPU lists), Slab and VmallocUsed around unload/load,
  *      and /sys/module/kpprof/coresize.
@@ -26,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -59,6 +65,13 @@ static void pin(int cpu)
 static int cmp_u64(const void *a, const void *b)
 {
 	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
 
 	return x < y ? -1 : x > y;
 }
@@ -298,6 +311,142 @@ static double bench_throughput(int nprod, double seconds, int ring)
 	return (double)con.read * 1e9 / (double)dt;
 }
 
+/* ------------------------------------------------------ 2b. drain cost */
+
+#define DRAIN_RINGS	8
+#define DRAIN_DEPTH	8	/* a small record: the drain's fixed cost shows */
+#define DRAIN_ROUNDS	5
+
+/*
+ * drain_round - fill DRAIN_RINGS rings of this process with @per records
+ * each, drain them with KPPROF_IOC_DRAIN on @cfd (a CAP_PERFMON file, no
+ * consumer attached), return the ns spent in DRAIN and set *@moved to the
+ * records it moved.  The consumer's ring must have room for them all.
+ */
+static __u64 drain_round(int cfd, unsigned int per, __u64 *moved, unsigned int *calls)
+{
+	unsigned char buf[KPP_REC_BUF_MAX];
+	size_t len = rec_build__alloc(buf, DRAIN_DEPTH, 3);
+	struct pring rings[DRAIN_RINGS];
+	int fds[DRAIN_RINGS];
+	struct kpprof_stats s0, s1;
+	__u64 ns = 0, t0;
+	unsigned int i, j;
+
+	for (i = 0; i < DRAIN_RINGS; i++) {
+		fds[i] = dev__open();
+		if (fds[i] < 0 || pring__map(&rings[i], fds[i]))
+			die("map a producer ring", fds[i] < 0 ? -fds[i] : errno);
+		for (j = 0; j < per; j++)
+			if (pring__write(&rings[i], buf, len))
+				die("fill a producer ring", ENOBUFS);
+	}
+	if (dev__stats(cfd, &s0))
+		die("GET_STATS", errno);
+	*calls = 0;
+	do {
+		t0 = now_ns();
+		if (ioctl(cfd, KPPROF_IOC_DRAIN))
+			die("KPPROF_IOC_DRAIN", errno);
+		ns += now_ns() - t0;
+		++*calls;
+		if (dev__stats(cfd, &s1))
+			die("GET_STATS", errno);
+	} while (s1.pring_drained - s0.pring_drained < (__u64)per * DRAIN_RINGS &&
+		 *calls < 10000);
+	*moved = s1.pring_drained - s0.pring_drained;
+	for (i = 0; i < DRAIN_RINGS; i++) {
+		pring__unmap(&rings[i]);
+		close(fds[i]);
+	}
+	return ns;
+}
+
+/* empty the consumer's ring through a consumer attached for the purpose */
+static void empty_consumer_ring(int cfd)
+{
+	struct ring_reader rr;
+
+	if (ring_reader__attach(&rr, cfd))
+		die("attach consumer", errno);
+	ring_reader__drain(&rr);
+	ring_reader__unmap(&rr);
+	if (ioctl(cfd, KPPROF_IOC_CONSUMER_DETACH))
+		die("CONSUMER_DETACH", errno);
+}
+
+/* submit_round - ns to SUBMIT @n records of DRAIN_DEPTH frames on @pfd */
+static __u64 submit_round(int pfd, unsigned int n)
+{
+	unsigned char buf[KPP_REC_BUF_MAX];
+	__u64 t0;
+
+	rec_build__alloc(buf, DRAIN_DEPTH, 3);
+	t0 = now_ns();
+	for (unsigned int i = 0; i < n; i++)
+		if (dev__ioctl(pfd, KPPROF_IOC_SUBMIT, buf))
+			die("SUBMIT", ENOBUFS);
+	return now_ns() - t0;
+}
+
+/*
+ * The drain's cost per record, and a SUBMIT's of the same record in the
+ * same rounds (interleaved, so the emulator's drift hits both alike):
+ * their ratio is the figure that travels.
+ */
+static void bench_drain_cost(void)
+{
+	double drain_ns[DRAIN_ROUNDS], submit_ns[DRAIN_ROUNDS], d, s;
+	struct kpprof_info info;
+	int cfd = dev__open(), pfd = dev__open(), round;
+	unsigned int per, calls = 0, all_calls = 0;
+	__u64 moved = 0, m, ns;
+	size_t entry;
+
+	if (cfd < 0 || pfd < 0 || dev__info(cfd, &info))
+		die("GET_INFO", cfd < 0 ? -cfd : errno);
+	{
+		unsigned char buf[KPP_REC_BUF_MAX];
+
+		entry = (sizeof(struct kpprof_ring_hdr) +
+			 rec_build__alloc(buf, DRAIN_DEPTH, 3) + 7) & ~(size_t)7;
+	}
+	/* a ring's worth each, within one uid's share of the consumer's ring */
+	per = (unsigned int)(info.pring_size / entry) - 1;
+	if ((__u64)per * DRAIN_RINGS * entry > info.producer_share / 2)
+		per = (unsigned int)(info.producer_share / 2 / entry / DRAIN_RINGS);
+	for (round = 0; round < DRAIN_ROUNDS; round++) {
+		ns = drain_round(cfd, per, &m, &calls);
+		if (!m)
+			break;
+		drain_ns[round] = (double)ns / (double)m;
+		moved += m;
+		all_calls += calls;
+		empty_consumer_ring(cfd);
+		submit_ns[round] = (double)submit_round(pfd, per * DRAIN_RINGS) /
+				   (per * DRAIN_RINGS);
+		empty_consumer_ring(cfd);
+	}
+	close(pfd);
+	close(cfd);
+	if (moved < (__u64)per * DRAIN_RINGS * DRAIN_ROUNDS) {
+		fprintf(stderr, "kmod_bench: the drain moved %llu of %llu records\n",
+			(unsigned long long)moved,
+			(unsigned long long)per * DRAIN_RINGS * DRAIN_ROUNDS);
+		exit(1);
+	}
+	qsort(drain_ns, DRAIN_ROUNDS, sizeof(double), cmp_double);
+	qsort(submit_ns, DRAIN_ROUNDS, sizeof(double), cmp_double);
+	d = drain_ns[DRAIN_ROUNDS / 2];
+	s = submit_ns[DRAIN_ROUNDS / 2];
+	printf("drain cost in the consumer, %d rings of %u records (%zu bytes each), median of %d rounds:\n",
+	       DRAIN_RINGS, per, entry, DRAIN_ROUNDS);
+	printf("  KPPROF_IOC_DRAIN        %8.0f ns/record (%llu records in %u calls)\n",
+	       d, (unsigned long long)moved, all_calls);
+	printf("  SUBMIT, same record     %8.0f ns/record\n", s);
+	printf("  ratio drain/SUBMIT      %8.2fx\n", d / s);
+}
+
 /* ------------------------------------------------------ 3. memory */
 
 static long meminfo_kb(const char *key)
@@ -430,7 +579,7 @@ int main(int argc, char **argv)
 	bench_write_cost();
 	printf("throughput, %d-frame alloc records, %.1f s each, consumer thread polling:\n",
 	       TYPICAL_DEPTH, seconds);
-	for (int n = 1; n <= 4; n *= 2) {
+	for (int n = 1; n <= 8; n *= 2) {
 		double ring = bench_throughput(n, seconds, 1);
 		double sub = bench_throughput(n, seconds, 0);
 
@@ -441,6 +590,7 @@ int main(int argc, char **argv)
 		printf("  %d producer%s: delivered ring %.0f/s, SUBMIT %.0f/s: ring / SUBMIT = %.2fx\n",
 		       n, n > 1 ? "s" : "", ring, sub, ring / sub);
 	}
+	bench_drain_cost();
 	if (dev__set_config(fd, &saved))
 		die("SET_CONFIG (restore)", errno);
 	close(fd);

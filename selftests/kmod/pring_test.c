@@ -34,85 +34,11 @@
 #include "consumer_fixture.h"
 #include "rec_build.h"
 #include "pring.h"
+#include "tally.h"
 
 CONSUMER_FIXTURE(pr)
 
-#define MAX_PROCS	80
-
-struct tally {
-	__u64 alloc[MAX_PROCS];		/* ALLOC records per producer index */
-	__u64 full[MAX_PROCS];		/* LOST.full per producer index */
-	__u64 invalid[MAX_PROCS];
-	__u64 resets[MAX_PROCS];
-	__u64 next_seq[MAX_PROCS];	/* per-producer order */
-	__u64 out_of_order;
-	__u64 cycle_violations;
-	__u64 cycle_floor;		/* every record must have cycle >= this */
-	__u64 cycles;
-	__u64 other;
-};
-
-/* build - an ALLOC record whose bytes field carries its writer's seq + 1 */
-static size_t build(unsigned char *buf, __u64 seq)
-{
-	size_t len = rec_build__alloc(buf, 8, seq);
-
-	((struct kpprof_rec_alloc *)buf)->bytes = seq + 1;
-	return len;
-}
-
-static int idx_of(const pid_t *pids, int n, __u32 tgid)
-{
-	for (int i = 0; i < n; i++)
-		if ((__u32)pids[i] == tgid)
-			return i;
-	return -1;
-}
-
-/* seq of an ALLOC made by build() */
-static __u64 seq_of(const struct kpprof_record *rec)
-{
-	return ((const struct kpprof_rec_alloc *)rec)->bytes - 1;
-}
-
-/* tally__read - consume what the ring holds now; -EPROTO on a bad ring */
-static int tally__read(struct ring_reader *rr, struct tally *t,
-		       const pid_t *pids, int n)
-{
-	const struct kpprof_record *rec;
-	__u32 len;
-	int r, i;
-
-	while ((r = ring_reader__peek(rr, &rec, &len)) == 1) {
-		if (rec->kind == KPPROF_REC_CYCLE) {
-			t->cycles++;
-			/* cycle hdr.cycle - 1 is complete: nothing older may follow */
-			if (rec->cycle > t->cycle_floor)
-				t->cycle_floor = rec->cycle;
-		} else if (rec->cycle < t->cycle_floor) {
-			t->cycle_violations++;
-		}
-		i = idx_of(pids, n, rec->tgid);
-		if (i < 0) {
-			t->other++;
-		} else if (rec->kind == KPPROF_REC_ALLOC) {
-			__u64 s = seq_of(rec);
-
-			t->alloc[i]++;
-			if (s < t->next_seq[i])
-				t->out_of_order++;
-			t->next_seq[i] = s + 1;
-		} else if (rec->kind == KPPROF_REC_LOST) {
-			const struct kpprof_rec_lost *l = (const void *)rec;
-
-			t->full[i] += l->full;
-			t->invalid[i] += l->invalid;
-			t->resets[i] += l->resets;
-		}
-		ring_reader__consume(rr);
-	}
-	return r;
-}
+#define MAX_PROCS	TALLY_MAX
 
 static int drain(int cfd)
 {
@@ -173,7 +99,7 @@ static int scribbler(struct chan *c)
 	if (!buf || fd < 0 || pring__map(&p, fd))
 		return 80;
 	for (i = 0; i < 21; i++) {
-		len = build(buf, i);
+		len = tally__rec(buf, i);
 		if (i == 10)
 			((struct kpprof_record *)buf)->tid = 1234;
 		if (pring__write(&p, buf, len))
@@ -183,7 +109,7 @@ static int scribbler(struct chan *c)
 	if (chan__hear(c->down[0]) != 's')
 		return 82;
 	/* a committed entry with a length beyond the ring, then a bad head */
-	len = build(buf, 99);
+	len = tally__rec(buf, 99);
 	pring__write(&p, buf, len);
 	*(volatile __u32 *)(p.data + (p.hdr->head & p.mask)) = 0x3ffffff0;
 	memset(p.data, 0x5a, p.size);
@@ -206,7 +132,7 @@ static int normal_producer(struct chan *c, int count, uid_t uid)
 	if (chan__hear(c->down[0]) != 'g')
 		return 82;
 	for (i = 0; i < count; i++) {
-		if (pring__write(&p, buf, build(buf, i)))
+		if (pring__write(&p, buf, tally__rec(buf, i)))
 			lost++;
 		sched_yield();
 	}
@@ -290,7 +216,7 @@ static int flooder(int idx, uid_t uid, struct flood_ctl *ctl, struct chan *c)
 	if (!buf || fd < 0 || become(uid) || pring__map(&p, fd))
 		return 80;
 	chan__say(c->up[1], 'r');
-	len = build(buf, 0);
+	len = tally__rec(buf, 0);
 	while (!ctl->stop) {
 		((struct kpprof_rec_alloc *)buf)->bytes = seq + 1;
 		if (pring__write(&p, buf, len)) {
@@ -419,7 +345,7 @@ static int acc_producer(int idx, struct flood_ctl *ctl)
 	if (!buf || fd < 0 || pring__map(&p, fd))
 		return 80;
 	for (__u64 seq = 0; seq < ACC_RECORDS; seq++) {
-		if (pring__write(&p, buf, build(buf, seq)))
+		if (pring__write(&p, buf, tally__rec(buf, seq)))
 			ctl->lost[idx]++;
 		else
 			ctl->written[idx]++;
@@ -572,7 +498,7 @@ TEST_F(pr, exit_drains_without_consumer)
 			_exit(80);
 		close(fd);	/* the mapping keeps the file */
 		for (int i = 0; i < 100; i++)
-			if (pring__write(&p, buf, build(buf, i)))
+			if (pring__write(&p, buf, tally__rec(buf, i)))
 				_exit(81);
 		_exit(0);
 	}
@@ -604,13 +530,13 @@ static int abandoner(struct chan *c)
 	if (!buf || fd < 0 || pring__map(&p, fd))
 		return 80;
 	/* reserve one entry, mark it BUSY, never commit it */
-	len = build(buf, 0);
+	len = tally__rec(buf, 0);
 	h = p.hdr->head;
 	p.hdr->head = h + ((sizeof(*e) + len + 7) & ~7ULL);
 	e = (struct kpprof_ring_hdr *)(p.data + (h & p.mask));
 	__atomic_store_n(&e->len, (__u32)len | KPPROF_RING_BUSY, __ATOMIC_RELEASE);
 	for (i = 1; i <= 10; i++)
-		if (pring__write(&p, buf, build(buf, i)))
+		if (pring__write(&p, buf, tally__rec(buf, i)))
 			return 81;
 	chan__say(c->up[1], 'r');
 	if (chan__hear(c->down[0]) != 'q')
@@ -687,7 +613,7 @@ TEST_F(pr, kick_drains_only_own_ring)
 			if (!buf || fd < 0 || pring__map(&p, fd))
 				_exit(80);
 			for (int j = 0; j < 10; j++)
-				if (pring__write(&p, buf, build(buf, j)))
+				if (pring__write(&p, buf, tally__rec(buf, j)))
 					_exit(81);
 			if (!i && dev__ioctl(fd, KPPROF_IOC_KICK, NULL))
 				_exit(82);
@@ -716,6 +642,46 @@ TEST_F(pr, kick_drains_only_own_ring)
 	EXPECT_EQ(10, t->alloc[0]);
 	EXPECT_EQ(10, t->alloc[1]);
 	free(t);
+}
+
+/*
+ * ABI 3: a record of a version the kernel does not know (valid in every
+ * byte as version 0) is skipped by the drain and counted as invalid, in
+ * band and in GET_STATS; the records around it arrive.
+ */
+TEST_F(pr, unknown_version_skipped_and_counted)
+{
+	unsigned char *buf = calloc(1, KPP_REC_BUF_MAX);
+	struct tally *t = calloc(1, sizeof(*t));
+	struct kpprof_stats st0, st1;
+	pid_t pids[1] = { getpid() };
+	struct pring p;
+	int fd = dev__open();
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, t);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pring__map(&p, fd));
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
+	for (int i = 0; i < 5; i++) {
+		size_t len = tally__rec(buf, i);
+
+		if (i == 2)
+			((struct kpprof_record *)buf)->version = 1;
+		ASSERT_EQ(0, pring__write(&p, buf, len));
+	}
+	ASSERT_EQ(0, drain(self->e.cfd));
+	ASSERT_EQ(0, tally__read(&self->e.rr, t, pids, 1));
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
+	EXPECT_EQ(4, t->alloc[0]);
+	EXPECT_EQ(1, t->invalid[0]);
+	EXPECT_EQ(0, t->out_of_order);
+	EXPECT_EQ(1, st1.pring_invalid - st0.pring_invalid);
+	EXPECT_EQ(4, st1.pring_drained - st0.pring_drained);
+	pring__unmap(&p);
+	close(fd);
+	free(t);
+	free(buf);
 }
 
 TEST_HARNESS_MAIN

@@ -22,6 +22,8 @@ TEST(published_sizes_match_structs)
 	EXPECT_EQ(KPPROF_INFO_SIZE_VER0, offsetof(struct kpprof_info, pring_size));
 	EXPECT_EQ(KPPROF_STATS_SIZE_VER0, sizeof(struct kpprof_stats));
 	EXPECT_EQ(KPPROF_FORMAT_ARG_SIZE_VER0, sizeof(struct kpprof_format_arg));
+	EXPECT_EQ(KPPROF_CONFIG_PAGE_SIZE_VER1, sizeof(struct kpprof_config_page));
+	EXPECT_EQ(KPPROF_CONFIG_PAGE_SIZE_VER0, offsetof(struct kpprof_config_page, size));
 }
 
 TEST(ioctl_numbers_encode_sizes)
@@ -49,7 +51,7 @@ TEST(no_implicit_padding)
 	EXPECT_EQ(sizeof(struct kpprof_config),
 		  2 * 8 + 4 * 4 + MEMBER_SIZE(struct kpprof_config, reserved));
 	EXPECT_EQ(sizeof(struct kpprof_config_page),
-		  4 + 4 + 8 + sizeof(struct kpprof_config));
+		  4 + 4 + 8 + sizeof(struct kpprof_config) + 4 + 4);
 	EXPECT_EQ(sizeof(struct kpprof_info),
 		  4 + 4 + 8 + 8 + 4 + 4 + 8 + 7 * 8 + MEMBER_SIZE(struct kpprof_info, reserved));
 	EXPECT_EQ(sizeof(struct kpprof_stats),
@@ -62,7 +64,7 @@ TEST(no_implicit_padding)
 		  sizeof(struct kpprof_record) + 3 * 8 + KPPROF_LOST_KINDS * 8);
 	EXPECT_EQ(sizeof(struct kpprof_format_arg), 8 + 4 + 4);
 	EXPECT_EQ(sizeof(struct kpprof_ring_hdr), 8);
-	EXPECT_EQ(sizeof(struct kpprof_record), 2 + 2 + 4 * 5 + 8 + 8);
+	EXPECT_EQ(sizeof(struct kpprof_record), 1 + 1 + 2 + 4 * 5 + 8 + 8);
 }
 
 TEST(record_layouts)
@@ -79,6 +81,16 @@ TEST(record_layouts)
 	EXPECT_EQ(56, sizeof(struct kpprof_rec_munmap));
 	EXPECT_EQ(64, sizeof(struct kpprof_rec_comm));
 	EXPECT_EQ(48, sizeof(struct kpprof_rec_cycle));
+	/*
+	 * ABI 3: kind and version are ABI 2's __u16 kind, split so that an
+	 * ABI 2 record reads as version 0 (little-endian)
+	 */
+	EXPECT_EQ(0, offsetof(struct kpprof_record, kind));
+	EXPECT_EQ(1, offsetof(struct kpprof_record, version));
+	EXPECT_EQ(1, MEMBER_SIZE(struct kpprof_record, kind));
+	EXPECT_EQ(1, MEMBER_SIZE(struct kpprof_record, version));
+	EXPECT_EQ(0, KPPROF_REC_VERSION);
+	EXPECT_LE(KPPROF_REC_KINDS, 256);
 	/* kernel-owned header fields where the format text will say */
 	EXPECT_EQ(8, offsetof(struct kpprof_record, tgid));
 	EXPECT_EQ(24, offsetof(struct kpprof_record, time_ns));

@@ -49,7 +49,8 @@ tree() {
 	EOF
 	cat >"$t/scripts/vm-run" <<-'EOF'
 	#!/bin/bash
-	# stub: the command after "--", on the host
+	# stub: the command after "--", on the host; its options noted
+	echo "$*" >>"$(dirname "$0")/../vm-run.args"
 	while [ "$1" != -- ]; do shift; done
 	shift
 	"$@"
@@ -86,7 +87,7 @@ check() {
 }
 
 T='. selftests/lib/tap.sh'
-tap_plan 13
+tap_plan 15
 
 tree
 prog honest "$T; tap_plan 2; tap_ok a; tap_ok b; tap_done"
@@ -105,6 +106,17 @@ echo '# [PASS] selftests/zz/vm.list: fake (pass:500 fail:0 skip:0, exit 0, 0 s)'
 mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
 check "a fake summary line in a VM run is not counted" \
 	"1 passed, 0 failed, 0 skipped rc:0" KPPROF_CHECK_SKIP_BUILD=1
+
+tree
+prog cpus "$T; tap_plan 1; tap_ok a; tap_done"
+sed 's/^/cpus=1 /' "$work/t/selftests/zz/host.list" >"$work/t/selftests/zz/vm.list"
+rm "$work/t/selftests/zz/host.list"
+check "a vm.list line with cpus=N runs" "1 passed, 0 failed, 0 skipped rc:0" KPPROF_CHECK_SKIP_BUILD=1
+if grep -q -- '--cpus 1 -- scripts/run-test-list selftests/zz/vm.list' "$work/t/vm-run.args"; then
+	tap_ok "... in a VM booted with --cpus N"
+else
+	tap_fail "... in a VM booted with --cpus N" "vm-run got: $(cat "$work/t/vm-run.args")"
+fi
 
 tree
 prog totals "echo 1..1; echo ok 1 a

@@ -28,7 +28,7 @@ same() {
 	fi
 }
 
-tap_plan 26
+tap_plan 29
 
 out=$(bash -c "$tap; tap_plan; tap_ok a; tap_fail b why; tap_skip c no; tap_done"; echo "rc:$?")
 same "tap.sh prints kselftest lines and exits 1 on failure" "$out" \
@@ -71,6 +71,18 @@ grep -q "timed out after 8 s" <<<"$(tally 'timeout=8 sleep 60'; cat "$work/out")
 same "timeout=N never shortens the default" \
 	"$(tally "timeout=1 bash -c \"sleep 2; $tap; tap_plan; tap_ok a; tap_done\"")" \
 	"run-test-list: programs:1 pass:1 fail:0 skip:0 rc:0"
+same "a line's cpus=N beyond the CPUs online is one skip" \
+	"$(tally "cpus=100000 bash -c \"touch '$work/ran'; $tap; tap_plan; tap_ok a; tap_done\"")" \
+	"run-test-list: programs:1 pass:0 fail:0 skip:1 rc:0"
+if [ ! -e "$work/ran" ] && grep -q "needs 100000 CPUs, has $(nproc)" "$work/out"; then
+	tap_ok "... and does not run it, saying why"
+else
+	tap_fail "cpus=100000: ran it, or said no reason: $(grep -m1 SKIP "$work/out")"
+fi
+same "cpus=N within the CPUs online runs it, before or after timeout=N" \
+	"$(tally "timeout=8 cpus=1 bash -c \"sleep 4; $tap; tap_plan; tap_ok a; tap_done\"" \
+		"cpus=$(nproc) timeout=8 bash -c \"$tap; tap_plan; tap_ok a; tap_done\"")" \
+	"run-test-list: programs:2 pass:2 fail:0 skip:0 rc:0"
 same "xfail counts as pass, error as fail" \
 	"$(tally "printf '1..3\nok 1 a\nok 2 b # XFAIL why\nnot ok 3 c # error\n# Totals: pass:1 fail:0 xfail:1 xpass:0 skip:0 error:1\n'")" \
 	"run-test-list: programs:1 pass:2 fail:1 skip:0 rc:1"

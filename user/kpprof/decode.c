@@ -27,7 +27,7 @@ struct fld {
 };
 
 enum {
-	F_KIND, F_NR_PCS, F_SIZE, F_TGID, F_TID, F_UID, F_CPU, F_TIME, F_CYCLE,
+	F_KIND, F_VERSION, F_NR_PCS, F_SIZE, F_TGID, F_TID, F_UID, F_CPU, F_TIME, F_CYCLE,
 	F_A, F_B, F_C,		/* the kind's three scalar fields, see names[] */
 	F_BUILD_ID, F_BUILD_ID_LEN, F_PATH_LEN, F_TAIL,	/* pcs[], path[] or comm[] */
 	F_COUNT
@@ -47,7 +47,7 @@ struct kpp_decoder {
 /* Field names per kind for the generic slots F_A..F_TAIL; NULL: unused. */
 static const char *const slot_names[KPPROF_REC_KINDS][F_COUNT] = {
 /* The record header is every event's common part, named as ftrace names its own. */
-#define HDR [F_KIND] = "common_type", [F_NR_PCS] = "common_nr_pcs", \
+#define HDR [F_KIND] = "common_type", [F_VERSION] = "common_version", [F_NR_PCS] = "common_nr_pcs", \
 	[F_SIZE] = "common_size", [F_TGID] = "common_tgid", [F_TID] = "common_tid", \
 	[F_UID] = "common_uid", [F_CPU] = "common_cpu", [F_TIME] = "common_time_ns", \
 	[F_CYCLE] = "common_cycle"
@@ -109,6 +109,8 @@ static int take_event(struct kpp_decoder *d, struct tep_event *ev,
 		if (!name)
 			continue;
 		f = tep_find_any_field(ev, name);
+		if (!f && i == F_VERSION)
+			continue;	/* ABI 2: kind was a __u16, no version */
 		if (!f) {
 			set_err(err, errlen, "format text: event %s (ID %d) has no field '%s'",
 				ev->name, kind, name);
@@ -242,6 +244,14 @@ int kpp_decoder__decode(const struct kpp_decoder *d, const void *data,
 	if (kind == 0 || kind >= KPPROF_REC_KINDS)
 		return -EINVAL;
 	kl = &d->k[kind];
+	/*
+	 * The format text describes version 0 of each kind; a later version
+	 * may have appended fields, so its size and pcs offset are unknown.
+	 */
+	if (kl->f[F_VERSION].present &&
+	    (len < kl->f[F_VERSION].off + kl->f[F_VERSION].size ||
+	     rd(p, &kl->f[F_VERSION]) != KPPROF_REC_VERSION))
+		return -EPROTONOSUPPORT;
 	if (len < kl->min_len)
 		return -EINVAL;
 

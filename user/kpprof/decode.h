@@ -56,7 +56,11 @@ struct kpp_decoder;
  * returns NULL and writes a one-line reason into @err.
  */
 struct kpp_decoder *kpp_decoder__new(const char *format, char *err, size_t errlen);
-/* kpp_decoder__decode - 0, or -EINVAL for a malformed record. */
+/*
+ * kpp_decoder__decode - 0, -EINVAL for a malformed record, or
+ * -EPROTONOSUPPORT for a record version (struct kpprof_record.version)
+ * this decoder does not know; the caller counts either (bad_records).
+ */
 int kpp_decoder__decode(const struct kpp_decoder *d, const void *data,
 			size_t len, struct kpp_rec *out);
 void kpp_decoder__free(struct kpp_decoder *d);

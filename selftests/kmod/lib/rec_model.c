@@ -6,7 +6,7 @@
  *   - count >= sizeof(struct kpprof_record), count <= max_record_size,
  *     hdr.size == count, count % 8 == 0;
  *   - kind in KPPROF_REC_ALLOC .. KPPROF_REC_COMM or KPPROF_REC_NOTE
- *     (CYCLE is kernel-only);
+ *     (CYCLE is kernel-only); version KPPROF_REC_VERSION (0);
  *   - tgid, tid, uid, cpu, time_ns, cycle zero ("a record cannot claim an
  *     identity");
  *   - ALLOC, BLOCK, MUTEX: nr_pcs 1 .. max_stack_depth and
@@ -130,6 +130,8 @@ enum rec_verdict rec_model__check(const void *buf, size_t count,
 	if ((h->kind < KPPROF_REC_ALLOC || h->kind > KPPROF_REC_COMM) &&
 	    h->kind != KPPROF_REC_NOTE)
 		INVALID("kind not a producer kind");
+	if (h->version != KPPROF_REC_VERSION)
+		INVALID("record version not 0");
 	if (h->tgid || h->tid || h->uid || h->cpu || h->time_ns || h->cycle)
 		INVALID("kernel-owned field non-zero");
 
