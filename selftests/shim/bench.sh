@@ -21,6 +21,7 @@
 #                                                 the rate is switched in the file)
 #   sampled malloc+free at 16 and 64 frames       us, fp and DWARF (libgcc), vs none
 #   where a sample's time goes (sample_cost)      us per part (host only)
+#                                                 (these two: section "sampled")
 #   churn: 2 threads, 16 B..8 KiB, 1024 live      wall/CPU ratios: shim at 512 KiB,
 #                                                 shim sampling off, and the peers
 #                                                 (jemalloc prof:true, heaptrack,
@@ -39,10 +40,13 @@
 # (The peers ran on the heavy workload before; the churn loop is their
 # column now.)
 # KPPROF_BENCH_SHIM=LIB measures another build of the shim (before/after).
+# KPPROF_BENCH_SHIM_OLD=LIB (startup, host): LIB's no-module and shim
+# variants too, interleaved in the same rounds ("old-no-module",
+# "old-shim"): a change's before and after under the same load.
 # Natively the shim writes into an emulated producer ring (KPPROF_TEST_RING=1,
 # drained into /dev/null by the producers); KPPROF_BENCH_TEST_RING=0 measures
 # a write(2) per record instead, the cost of the SUBMIT path.
-# usage: selftests/shim/bench.sh [--quick] [micro|churn|heavy|sort|startup|build|pring]...
+# usage: selftests/shim/bench.sh [--quick] [micro|sampled|churn|heavy|sort|startup|build|pring]...
 #   (sections: default all; bench.list runs them as separate programs, each
 #   within run-test-list's time limit under qemu)
 set -u
@@ -63,7 +67,7 @@ if [ "${1:-}" = --quick ]; then
 	quick=1
 	shift
 fi
-sections=" ${*:-micro churn heavy sort startup build pring} "
+sections=" ${*:-micro sampled churn heavy sort startup build pring} "
 STARTN=${KPPROF_BENCH_STARTUP:-1000}
 BUILDS=${KPPROF_BENCH_BUILDS:-5}
 want() { [[ $sections == *" $1 "* ]]; }
@@ -266,6 +270,9 @@ else
 	echo "unsampled malloc+free pair with live sampled blocks: host only (the bench switches the rate in the config file)"
 fi
 
+fi
+
+if want sampled; then
 # A sampled event (malloc + free at rate 1: an ALLOC and a FREE record),
 # 16 and 64 frames deep.  The target, at most 0.5 us besides the
 # record's submission, is printed, not enforced here: the unwinder is
@@ -448,6 +455,12 @@ else
 		       --variant shim-off --set "LD_PRELOAD=$lib" --set "KPPROF_TEST_CONFIG=$tmp/cfg"
 		       --set KPPROF_MEM_RATE=0)
 		names="none empty no-module shim shim-off"
+		old=${KPPROF_BENCH_SHIM_OLD:-}
+		if [ -n "$old" ]; then
+			vars+=(--variant old-no-module --set "LD_PRELOAD=$old"
+			       --variant old-shim --set "LD_PRELOAD=$old" --set "KPPROF_TEST_CONFIG=$tmp/cfg")
+			names="$names old-no-module old-shim"
+		fi
 	else
 		vars+=(--variant shim --set "LD_PRELOAD=$lib"
 		       --variant shim-off --set "LD_PRELOAD=$lib" --set KPPROF_MEM_RATE=0)

@@ -33,9 +33,28 @@ struct kpp_global kpp = {
 	.env_mutex_fraction = -1,
 };
 
+/*
+ * kpp_getenv - getenv(), without calling it: a small program that never
+ * calls getenv() itself (/bin/true) would fault libc's page of it in for
+ * us, at start-up in every process (and libc's strcmp family, resolved
+ * per CPU, its own pages): a plain loop.
+ */
+const char *kpp_getenv(const char *name)
+{
+	for (char **e = environ; e && *e; e++) {
+		const char *a = *e, *b = name;
+
+		while (*b && *a == *b)
+			a++, b++;
+		if (!*b && *a == '=')
+			return a + 1;
+	}
+	return NULL;
+}
+
 int64_t kpp_env_u64(const char *name, uint64_t max)
 {
-	const char *s = getenv(name);
+	const char *s = kpp_getenv(name);
 	char *end;
 	unsigned long long v;
 

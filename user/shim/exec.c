@@ -36,7 +36,7 @@ enum { R_EXECVE, R_EXECV, R_EXECVP, R_EXECVPE, R_FEXECVE, R_EXECVEAT, R_N };
 static const char *const real_names[R_N] = {
 	"execve", "execv", "execvp", "execvpe", "fexecve", "execveat",
 };
-static void *_Atomic real_fn[R_N];
+static void *_Atomic real_fn[R_N] KPP_START_DATA;
 
 void kpp_exec_resolve(void)
 {

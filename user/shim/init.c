@@ -72,6 +72,10 @@ static void samplers_dec(void)
 		atomic_store(&kpp.samplers, 0);
 }
 
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
+			     void (*child)(void), void *dso_handle);
+extern void *__dso_handle __attribute__((visibility("hidden")));
+
 /* glibc's cleanup buffers of the old style, still exported (GLIBC_2.34). */
 extern void _pthread_cleanup_push(struct _pthread_cleanup_buffer *buffer,
 				  void (*routine)(void *), void *arg);
@@ -315,7 +319,7 @@ static const void *open_test_config(const char *path, long pagesz, int *fd)
 	close(cfd);
 	if (page == MAP_FAILED)
 		return NULL;
-	sink = getenv("KPPROF_TEST_SINK");
+	sink = kpp_getenv("KPPROF_TEST_SINK");
 	*fd = open(sink && *sink ? sink : "/dev/null",
 		   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
 		   0600);
@@ -328,11 +332,14 @@ static const void *open_test_config(const char *path, long pagesz, int *fd)
 
 static int open_device(void)
 {
-	long pagesz = sysconf(_SC_PAGESIZE);
-	const char *test = getenv("KPPROF_TEST_CONFIG"), *s;
+	long pagesz = (long)getauxval(AT_PAGESZ);	/* not sysconf(): a libc page less */
+	const char *test = kpp_getenv("KPPROF_TEST_CONFIG"), *s;
 	struct stat st;
 	const void *page;
 	int fd;
+
+	if (pagesz <= 0)
+		pagesz = sysconf(_SC_PAGESIZE);
 
 	if (test && *test) {
 		/* Test mode checks seccomp first: it opens and maps files. */
@@ -343,7 +350,7 @@ static int open_device(void)
 			return -1;
 		fd = high_fd(fd);
 		kpp.test_sink = 1;
-		s = getenv("KPPROF_TEST_RING");
+		s = kpp_getenv("KPPROF_TEST_RING");
 		kpp.test_ring = s && *s == '1';
 		goto check_abi;
 	}
@@ -404,6 +411,7 @@ static void kpp_init(void)
 	int saved = errno;
 
 	kpp_resolve();
+	kpp_seccomp_resolve();	/* even setuid: its wrappers pass through */
 	/*
 	 * Setuid or setgid (glibc's secure mode, which strips LD_* but not
 	 * KPPROF_*): nothing at all, not even the environment is read.  An
@@ -416,9 +424,9 @@ static void kpp_init(void)
 		return;
 	}
 	kpp_exec_resolve();
-	s = getenv("KPPROF_DEBUG");
+	s = kpp_getenv("KPPROF_DEBUG");
 	kpp.debug = s && *s == '1';
-	s = getenv("KPPROF_UNWIND");
+	s = kpp_getenv("KPPROF_UNWIND");
 	kpp.unwind_libunwind = !(s && !strcmp(s, "fp"));
 	if (s && strcmp(s, "fp") && strcmp(s, "dwarf") && strcmp(s, "libunwind"))
 		kpp_debug("KPPROF_UNWIND=%s unknown, using dwarf", s);
@@ -436,7 +444,11 @@ static void kpp_init(void)
 	}
 	process_init();
 	kpp_stackpool_init();
-	if (pthread_atfork(fork_prepare, NULL, fork_child))
+	/*
+	 * What pthread_atfork() does (libc_nonshared.a's stub, which the link
+	 * puts at the end of our text: a page fault of its own at start).
+	 */
+	if (__register_atfork(fork_prepare, NULL, fork_child, __dso_handle))
 		kpp_debug("pthread_atfork failed: children will not be profiled apart");
 	/*
 	 * COMM (START) only: it names the process and its parent, which

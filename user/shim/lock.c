@@ -238,11 +238,11 @@ void kpp_locks_reset(void)
 __attribute__((destructor))
 static void locks_report(void)
 {
-	uint64_t n = atomic_load_explicit(&waits_unregistered, memory_order_relaxed);
-
+	/* kpp first: a pass-through process touches nothing else here */
 	if (kpp.debug && kpp.page)
 		kpp_debug("mutex waits not registered (wait table full) %llu",
-			  (unsigned long long)n);
+			  (unsigned long long)atomic_load_explicit(&waits_unregistered,
+								   memory_order_relaxed));
 }
 
 /*

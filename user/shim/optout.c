@@ -133,7 +133,7 @@ static bool exe_defines(const char *name)
 
 bool kpp_opted_out(void)
 {
-	const char *s = getenv("KPPROF_DISABLE");
+	const char *s = kpp_getenv("KPPROF_DISABLE");
 
 	if (s && !strcmp(s, "1")) {
 		kpp_debug("pass-through: KPPROF_DISABLE=1");
@@ -207,7 +207,7 @@ static bool entry_matches(const char *e, size_t len, struct self_id *id)
 bool kpp_excluded(void)
 {
 	static char buf[EXCLUDE_MAX];
-	const char *path = getenv("KPPROF_EXCLUDE_FILE");
+	const char *path = kpp_getenv("KPPROF_EXCLUDE_FILE");
 	struct self_id id = { .have_comm = 0 };
 	char *line, *next, *end;
 	int flags = O_NOFOLLOW;

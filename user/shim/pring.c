@@ -56,8 +56,8 @@ static struct {
 	uint64_t size, mask;
 	size_t map_len;
 } pr;
-static _Atomic int pr_state;
-static _Atomic int fd_close_pending;
+static _Atomic int pr_state KPP_START_DATA;	/* every record reads it */
+static _Atomic int fd_close_pending KPP_START_DATA;	/* every record reads it */
 static _Atomic int test_draining;
 static _Atomic uint64_t test_last_drain;
 static _Atomic uint64_t kicked_tail = UINT64_MAX;

@@ -185,7 +185,7 @@ struct kpp_real kpp_real = {
 };
 
 /* 0: not yet, 1: in progress (some thread), 2: done. */
-static _Atomic int resolve_state;
+static _Atomic int resolve_state KPP_START_DATA;
 static KPP_TLS int resolving_here;
 
 bool kpp_resolving(void)
@@ -320,7 +320,7 @@ static void kpp_resolve_all(void)
  * can copy it out.
  */
 #define ARENA_SIZE	(64 * 1024)
-static _Alignas(4096) char arena[ARENA_SIZE];
+static char arena[ARENA_SIZE] KPP_PAGE_BSS;
 static _Atomic size_t arena_used;
 
 void *kpp_arena_alloc(size_t size, size_t align)

@@ -88,7 +88,7 @@
 #define F_LEVELS	((F_MAX_BITS - F0_BITS) / F_STEP + 1)
 #define F_SPARSE	6	/* grow when live > counters >> F_SPARSE */
 
-static _Alignas(4096) _Atomic uint8_t filter0[1 << F0_BITS];
+static _Atomic uint8_t filter0[1 << F0_BITS] KPP_PAGE_BSS;
 _Atomic(uint8_t *) kpp_set_cur = (uint8_t *)filter0 + (64 - F0_BITS);
 static _Atomic(uint8_t *) building;
 static uint8_t *flevel[F_LEVELS] = { (uint8_t *)filter0 + (64 - F0_BITS) };
@@ -185,7 +185,7 @@ struct table {
 };
 
 static struct table tables[T_LEVELS];
-static _Atomic int nr_tables;
+static _Atomic int nr_tables KPP_START_DATA;	/* set_report() reads it at exit */
 static _Atomic uint64_t live_total, live_peak, filter_grows;
 static _Atomic int grow_lock;
 

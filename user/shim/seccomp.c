@@ -40,17 +40,20 @@
 #include "shim.h"
 
 /*
- * Streaming match of "\nSeccomp:\t<mode>".  The file is about 1.5 KiB:
- * read it into a static 4 KiB buffer, one read(2) (four with the small
- * buffer it had before issue 11); a second caller at the same moment
- * (cannot happen: only the constructor calls this in practice) streams
- * through a small one on its stack.
+ * Streaming match of "\nSeccomp:\t<mode>".  The file is about 1.5 KiB,
+ * the Seccomp line in its first kilobyte or so (before the long CPU and
+ * node masks): read into a static 2 KiB buffer, one read(2) (four with the
+ * small buffer it had before issue 11).  The buffer lives in .data
+ * (KPP_START_DATA): in .bss it cost two page faults (it straddled two
+ * pages) in every process that checks.  A second caller at the same
+ * moment (cannot happen: only the constructor calls this in practice)
+ * streams through a small one on its stack.
  */
 static int seccomp_mode(int fd)
 {
 	static const char key[] = "\nSeccomp:";
-	static char big[4096];
-	static atomic_flag big_busy = ATOMIC_FLAG_INIT;
+	static char big[2048] KPP_START_DATA;
+	static atomic_flag big_busy KPP_START_DATA = ATOMIC_FLAG_INIT;
 	size_t k = 1;		/* the file starts as if after a newline */
 	bool value = false, mine = !atomic_flag_test_and_set(&big_busy);
 	char small[256], *buf = mine ? big : small;
@@ -147,10 +150,27 @@ static void *next(const char *name)
 	return dlsym(RTLD_NEXT, name);
 }
 
+/*
+ * The real prctl and syscall, looked up by the constructor
+ * (kpp_seccomp_resolve), not at the first call: the shim's own records
+ * go through syscall(2) in test mode, and a sampling path must not call
+ * dlsym; nor may a _Fork() child, which may inherit the loader's lock
+ * held.  Only a call made before our constructor ran looks them up there.
+ */
+static int (*real_prctl)(int, unsigned long, unsigned long, unsigned long,
+			 unsigned long) KPP_START_DATA;
+static long (*real_syscall)(long, ...) KPP_START_DATA;
+
+void kpp_seccomp_resolve(void)
+{
+	*(void **)&real_prctl = next("prctl");
+	*(void **)&real_syscall = next("syscall");
+}
+
 KPP_EXPORT int prctl(int option, ...)
 {
-	static int (*real)(int, unsigned long, unsigned long, unsigned long,
-			   unsigned long);
+	int (*real)(int, unsigned long, unsigned long, unsigned long,
+		    unsigned long) = real_prctl;
 	unsigned long a[4];
 	va_list ap;
 
@@ -159,7 +179,7 @@ KPP_EXPORT int prctl(int option, ...)
 		a[i] = va_arg(ap, unsigned long);
 	va_end(ap);
 	if (!real)
-		*(void **)&real = next("prctl");
+		*(void **)&real_prctl = *(void **)&real = next("prctl");
 	if (option == PR_SET_SECCOMP)
 		stop_for_filter();
 	return real(option, a[0], a[1], a[2], a[3]);
@@ -167,7 +187,7 @@ KPP_EXPORT int prctl(int option, ...)
 
 KPP_EXPORT long syscall(long nr, ...)
 {
-	static long (*real)(long, ...);
+	long (*real)(long, ...) = real_syscall;
 	long a[6];
 	va_list ap;
 
@@ -176,7 +196,7 @@ KPP_EXPORT long syscall(long nr, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 	if (!real)
-		*(void **)&real = next("syscall");
+		*(void **)&real_syscall = *(void **)&real = next("syscall");
 	if ((nr == SYS_seccomp && (a[0] == SECCOMP_SET_MODE_STRICT ||
 				   a[0] == SECCOMP_SET_MODE_FILTER)) ||
 	    (nr == SYS_prctl && a[0] == PR_SET_SECCOMP))

@@ -35,6 +35,21 @@
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
 #define KPP_TLS		__thread __attribute__((tls_model("initial-exec")))
+/*
+ * KPP_START_DATA - a variable that every process touches at start or exit,
+ * even one that passes through: kept in .data, on the page the loader has
+ * written already (it zeroes the rest of that page), instead of .bss, where
+ * each page touched costs a page fault, two when it is read first (the
+ * zero page, then a copy).
+ */
+#define KPP_START_DATA	__attribute__((section(".data.kpp_start")))
+/*
+ * KPP_PAGE_BSS - a page-aligned zeroed array, placed after .bss (x86-64's
+ * .lbss output section) so that .bss itself needs no page alignment and
+ * starts on .data's last page: the small variables at its start that
+ * every process reads (crtstuff's, the destructors') then cost no fault.
+ */
+#define KPP_PAGE_BSS	__attribute__((section(".lbss.kpp"), aligned(4096)))
 
 /* --------------------------------------------------------- real functions */
 
@@ -192,6 +207,7 @@ extern struct kpp_global kpp KPP_HIDDEN;
 void kpp_config_refresh(struct kpp_thread *t) KPP_HIDDEN;
 /* Parse the KPPROF_* environment; -1 when a variable is absent or bad. */
 int64_t kpp_env_u64(const char *name, uint64_t max) KPP_HIDDEN;
+const char *kpp_getenv(const char *name) KPP_HIDDEN;
 
 /* --------------------------------------------------------- sampling gate */
 
@@ -399,6 +415,8 @@ bool kpp_seccomp_inherited(void) KPP_HIDDEN;
 
 /* kpp_exec_resolve - the real exec functions, at start (exec.c). */
 void kpp_exec_resolve(void) KPP_HIDDEN;
+/* kpp_seccomp_resolve - the real prctl and syscall, at start (seccomp.c). */
+void kpp_seccomp_resolve(void) KPP_HIDDEN;
 
 /*
  * kpp_process_check - a child that no atfork handler saw (_Fork, clone)

@@ -124,8 +124,8 @@ static bool on_slot(int i)
  * its next sample, or at its exit (pthread_exit from the handler) by the
  * key's destructor, which runs on the thread's own stack.
  */
-static pthread_key_t orphan_key;
-static bool orphan_key_ok;
+static pthread_key_t orphan_key KPP_START_DATA;	/* set at start */
+static bool orphan_key_ok KPP_START_DATA;
 
 static void orphan_exit(void *slot)
 {
