@@ -28,8 +28,10 @@
  *     trap (SIGSYS): the child names the syscall and exits 100.  Marker
  *     allocations (MARK_PRE bytes before the filter, MARK_POST after, K
  *     each) let the caller count records per child;
- *   - a thread runs coroutines (makecontext/swapcontext) on 16, 8 and
- *     4 KiB stacks with a guard page below, which allocate and contend;
+ *   - a thread runs coroutines (makecontext/swapcontext) on 16, 8, 4 and
+ *     2 KiB stacks with a guard page below, which allocate and contend (a
+ *     sample may take 1 KiB of its caller's stack: on the caller's stack
+ *     it overflows 2 KiB);
  *   - a thread with an 8 KiB sigaltstack gets SIGUSR2, and its handler
  *     allocates and contends.
  *
@@ -396,20 +398,20 @@ __attribute__((noinline)) static void coro_run(char *sp, size_t size)
 
 static void *coroutines(void *a)
 {
-	static const size_t sizes[] = { 16384, 8192, 4096 };
+	static const size_t sizes[] = { 16384, 8192, 4096, 2048 };
 	const size_t guard = 4096;
-	char *mem[3];
+	char *mem[4];
 
 	(void)a;
 	/* a guard page below each: an overflow is a SIGSEGV, not corruption */
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		mem[i] = mmap(NULL, guard + sizes[i], PROT_READ | PROT_WRITE,
 			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (mem[i] == MAP_FAILED || mprotect(mem[i], guard, PROT_NONE))
 			abort();
 	}
 	for (int n = 0; !atomic_load(&stop); n++)
-		coro_run(mem[n % 3] + guard, sizes[n % 3]);
+		coro_run(mem[n % 4] + guard, sizes[n % 4]);
 	return NULL;
 }
 

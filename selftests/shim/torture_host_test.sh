@@ -5,7 +5,7 @@
 # a signal handler on a sigaltstack that allocates, locks and forks, a
 # dlopen/dlclose loop, a dl_iterate_phdr callback that allocates, children
 # sandboxed by a seccomp filter installed through glibc or a raw syscall
-# instruction, coroutines on 16/8/4 KiB stacks and a handler on an 8 KiB
+# instruction, coroutines on 16/8/4/2 KiB stacks and a handler on an 8 KiB
 # sigaltstack that allocate and contend.  No hang (timeout 90 s), no child
 # hung or dead (a sandboxed child's forbidden syscall traps: it names it),
 # and the records match what it did:
