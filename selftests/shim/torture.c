@@ -4,7 +4,9 @@
  * bounded time (issue 15, "Proof").  Run under the shim in test mode at
  * rate 1 (every allocation and contended lock sampled):
  *
- *   - worker threads start, allocate, contend on a mutex, and exit;
+ *   - worker threads start, allocate, contend on a mutex, and exit; they
+ *     fill blocks up to their usable size, grow them with realloc and
+ *     check that no byte was lost;
  *   - a spawner makes children in turn with fork() (the child allocates
  *     and _exit()s), _Fork() and clone() (the child execs /bin/true: no
  *     malloc, which would be unsafe after those in a threaded parent),
@@ -49,6 +51,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <malloc.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -124,11 +127,41 @@ static void reap(int way, pid_t pid)
 	atomic_fetch_add(&bad[way], 1);
 }
 
+static atomic_int corrupt, grown;
+
+/*
+ * No lost byte: fill a block up to its usable size (the slack too, as
+ * systemd's greedy_realloc does), grow it, check every byte came along.
+ */
+static void grow_check(size_t n, unsigned char tag)
+{
+	unsigned char *p = malloc(n), *q;
+	size_t u;
+
+	if (!p)
+		return;
+	u = malloc_usable_size(p);
+	memset(p, tag, u);
+	q = realloc(p, 2 * u + n);
+	if (!q) {
+		free(p);
+		return;
+	}
+	for (size_t i = 0; i < u; i++)
+		if (q[i] != tag) {
+			atomic_fetch_add(&corrupt, 1);
+			break;
+		}
+	atomic_fetch_add(&grown, 1);
+	free(q);
+}
+
 static void *worker(void *a)
 {
 	(void)a;
 	for (int i = 0; i < 200; i++) {
 		churn(16 + (size_t)i * 40);
+		grow_check(24 + (size_t)i * 100, (unsigned char)i);
 		pthread_mutex_lock(&mu);
 		churn(64);
 		pthread_mutex_unlock(&mu);
@@ -536,8 +569,9 @@ int main(int argc, char **argv)
 		printf("%s %d bad %d\n", way_name[w], made[w], bad[w]);
 		fails += bad[w] + !made[w];
 	}
-	printf("coroutines %d\naltstack8 %d\n", coro_runs, alt8_runs);
-	fails += !coro_runs + !alt8_runs;
+	printf("coroutines %d\naltstack8 %d\nrealloc %d corrupt %d\n", coro_runs, alt8_runs,
+	       grown, corrupt);
+	fails += !coro_runs + !alt8_runs + !grown + corrupt;
 	printf(fails ? "torture: FAILED\n" : "torture: ok\n");
 	return fails != 0;
 }

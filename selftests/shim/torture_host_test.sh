@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Issue 15, "Proof": torture.c under the shim in test mode at rate 1 for
-# 15 s: threads starting and exiting, fork/_Fork/clone/vfork/posix_spawn,
+# 15 s: threads starting and exiting (and checking that realloc of blocks
+# filled to their usable size loses no byte), fork/_Fork/clone/vfork/posix_spawn,
 # a signal handler on a sigaltstack that allocates, locks and forks, a
 # dlopen/dlclose loop, a dl_iterate_phdr callback that allocates, children
 # sandboxed by a seccomp filter installed through glibc or a raw syscall
