@@ -28,7 +28,9 @@
  *     path is write(2) to the sink, which the filter then allows: that is
  *     the producer ring with the module, no syscall, but for the two that
  *     install_filter() allows there).  Forbidden syscalls
- *     trap (SIGSYS): the child names the syscall and exits 100.  Marker
+ *     trap (SIGSYS): the child names the syscall and exits 100.  After
+ *     the filter the child starts one more thread, which allocates and
+ *     contends (its first countdown is drawn filtered).  Marker
  *     allocations (MARK_PRE bytes before the filter, MARK_POST after, K
  *     each) let the caller count records per child;
  *   - a thread runs coroutines (makecontext/swapcontext) on 16, 8, 4 and
@@ -243,7 +245,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
  * What the child itself does after the filter: allocate (brk, mmap,
  * munmap, mremap, madvise, mprotect; malloc may read
  * /proc/sys/vm/overcommit_memory: openat, read, close), contend (futex,
- * sched_yield), its thread's exit (rseq) and join, exit.  @allow_write:
+ * sched_yield), a thread's start, exit (rseq) and join, exit.  @allow_write:
  * test mode's record path, for a filter the shim cannot see.
  * @allow_kick: with the module, the two syscalls the shim still makes on a
  * sampling path, which it cannot avoid under a filter it does not see
@@ -268,6 +270,7 @@ static int install_filter(int raw, int allow_write, int allow_kick)
 		ALLOW(__NR_nanosleep), ALLOW(__NR_getrandom),
 		ALLOW(__NR_openat), ALLOW(__NR_read), ALLOW(__NR_close),
 		ALLOW(__NR_rseq), ALLOW(__NR_set_robust_list),
+		ALLOW(__NR_clone), ALLOW(__NR_clone3),
 		ALLOW(allow_write ? __NR_write : __NR_brk),
 		ALLOW(allow_kick ? __NR_ioctl : __NR_brk),
 		ALLOW(allow_kick ? __NR_clock_gettime : __NR_brk),
@@ -316,7 +319,7 @@ static void *sandbox_thread(void *a)
 static void sandboxed(int raw)
 {
 	struct sigaction sa;
-	pthread_t t;
+	pthread_t t, t2;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_sigsys;
@@ -328,9 +331,13 @@ static void sandboxed(int raw)
 	mark(MARK_PRE);
 	if (install_filter(raw, raw && !module_mode, raw && module_mode && !strict_raw))
 		_exit(101);
+	/* a thread born filtered: its first allocation draws a countdown */
+	if (pthread_create(&t2, NULL, sandbox_thread, NULL))
+		_exit(103);
 	mark(MARK_POST);
 	atomic_store(&sandbox_stop, 1);
 	pthread_join(t, NULL);
+	pthread_join(t2, NULL);
 	_exit(0);
 }
 
