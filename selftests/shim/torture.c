@@ -7,13 +7,14 @@
  *   - worker threads start, allocate, contend on a mutex, and exit; they
  *     fill blocks up to their usable size, grow them with realloc and
  *     check that no byte was lost;
- *   - a spawner makes children in turn with fork() (the child allocates
+ *   - two spawners make children in turn with fork() (the child allocates
  *     and _exit()s), _Fork() and clone() (the child execs /bin/true: no
  *     malloc, which would be unsafe after those in a threaded parent),
  *     vfork() (the child closes every descriptor above 2 and execs
  *     /bin/true, as Python's subprocess does) and posix_spawn(/bin/true);
  *   - a thread that never allocates gets SIGUSR1 on a sigaltstack; its
- *     handler allocates, locks the mutex and fork()s (the child _exit()s);
+ *     handler allocates, locks the mutex and, in turn, fork()s (the child
+ *     _exit()s), _Fork()s (the child execs /bin/true) or posix_spawn()s;
  *   - a thread dlopen()s and dlclose()s a plugin in a loop and allocates;
  *   - a thread walks the objects with a dl_iterate_phdr callback that
  *     allocates;
@@ -76,15 +77,17 @@
 
 extern char **environ;
 
-enum { FORK, UFORK, CLONE, VFORK, SPAWN, SECCOMP_LIBC, SECCOMP_RAW, SIGFORK, NWAYS };
+enum { FORK, UFORK, CLONE, VFORK, SPAWN, SECCOMP_LIBC, SECCOMP_RAW,
+       SIGFORK, SIGUFORK, SIGSPAWN, NWAYS };
 #define SPAWNER_WAYS SIGFORK
 static const char *const way_name[NWAYS] = {
 	"fork", "_Fork", "clone", "vfork", "posix_spawn", "seccomp libc", "seccomp raw",
-	"handler fork",
+	"handler fork", "handler _Fork", "handler posix_spawn",
 };
 static atomic_int made[NWAYS], bad[NWAYS];
 static atomic_int stop;
-static int *trapped;		/* shared with the sandboxed children */
+static int *trapped;		/* shared with the sandboxed children, */
+static __thread int *my_trap;	/* a slot for each spawner */
 static int module_mode, strict_raw;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static const char *plugin;
@@ -113,9 +116,9 @@ static void reap(int way, pid_t pid)
 			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 				atomic_fetch_add(&bad[way], 1);
 				fprintf(stderr, "%s child %d: status %#x\n", way_name[way], pid, st);
-				if (WIFEXITED(st) && WEXITSTATUS(st) == 100 && trapped)
+				if (WIFEXITED(st) && WEXITSTATUS(st) == 100 && my_trap)
 					fprintf(stderr, "%s child %d: forbidden syscall %d\n",
-						way_name[way], pid, *trapped);
+						way_name[way], pid, *my_trap);
 			}
 			return;
 		}
@@ -192,7 +195,7 @@ static int exec_true(void *a)
 	_exit(127);
 }
 
-static char clone_stack[256 * 1024] __attribute__((aligned(16)));
+static char clone_stack[2][256 * 1024] __attribute__((aligned(16)));	/* a spawner's */
 
 /* The vfork child never returns from here: it execs or _exit()s. */
 __attribute__((noinline)) static pid_t spawn_vfork(void)
@@ -233,7 +236,7 @@ static long raw_syscall(long nr, long a, long b, long c, long d, long e)
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig; (void)uc;
-	*trapped = si->si_syscall;
+	*my_trap = si->si_syscall;
 	_exit(100);
 }
 
@@ -255,7 +258,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
  * traps.  TORTURE_STRICT_RAW=1 leaves them out: the raw-filtered children
  * trap on ioctl (16) or clock_gettime (228).
  */
-static int install_filter(int raw, int allow_write, int allow_kick)
+static int install_filter(int raw, int use_prctl, int allow_write, int allow_kick)
 {
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
@@ -277,7 +280,6 @@ static int install_filter(int raw, int allow_write, int allow_kick)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
 	};
 	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
-	static int libc_turn;
 
 	if (raw) {
 		if (raw_syscall(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
@@ -287,8 +289,7 @@ static int install_filter(int raw, int allow_write, int allow_kick)
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
-	/* the spawner's counter, inherited: alternate between children */
-	if (libc_turn++ % 2)
+	if (use_prctl)
 		return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
 	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
 			    SECCOMP_FILTER_FLAG_TSYNC, &prog);
@@ -316,7 +317,7 @@ static void *sandbox_thread(void *a)
 }
 
 /* The child: never returns. */
-static void sandboxed(int raw)
+static void sandboxed(int raw, int use_prctl)
 {
 	struct sigaction sa;
 	pthread_t t, t2;
@@ -325,11 +326,12 @@ static void sandboxed(int raw)
 	sa.sa_sigaction = on_sigsys;
 	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGSYS, &sa, NULL);
-	*trapped = -1;
+	*my_trap = -1;
 	if (pthread_create(&t, NULL, sandbox_thread, NULL))
 		_exit(102);
 	mark(MARK_PRE);
-	if (install_filter(raw, raw && !module_mode, raw && module_mode && !strict_raw))
+	if (install_filter(raw, use_prctl, raw && !module_mode,
+			   raw && module_mode && !strict_raw))
 		_exit(101);
 	/* a thread born filtered: its first allocation draws a countdown */
 	if (pthread_create(&t2, NULL, sandbox_thread, NULL))
@@ -341,10 +343,11 @@ static void sandboxed(int raw)
 	_exit(0);
 }
 
+/* Two of these, @a 0 and 1, a way apart. */
 static void *spawner(void *a)
 {
-	(void)a;
-	for (int n = 0; !atomic_load(&stop); n++) {
+	my_trap = trapped + (intptr_t)a;
+	for (int n = (int)(intptr_t)a; !atomic_load(&stop); n++) {
 		int way = n % SPAWNER_WAYS;
 		pid_t pid = -1;
 
@@ -362,7 +365,8 @@ static void *spawner(void *a)
 				exec_true(NULL);
 			break;
 		case CLONE:
-			pid = clone(exec_true, clone_stack + sizeof(clone_stack), SIGCHLD, NULL);
+			pid = clone(exec_true, clone_stack[(intptr_t)a] + sizeof(clone_stack[0]),
+				    SIGCHLD, NULL);
 			break;
 		case VFORK:
 			pid = spawn_vfork();
@@ -378,7 +382,7 @@ static void *spawner(void *a)
 		case SECCOMP_RAW:
 			pid = fork();
 			if (pid == 0)
-				sandboxed(way == SECCOMP_RAW);
+				sandboxed(way == SECCOMP_RAW, n / SPAWNER_WAYS % 2);
 			/* records carry the pid only with the module */
 			if (module_mode && pid > 0)
 				printf("seccomp-child %s %d\n", way == SECCOMP_RAW ? "raw" : "libc",
@@ -390,19 +394,31 @@ static void *spawner(void *a)
 	return NULL;
 }
 
+/* fork(), _Fork() (the child execs), posix_spawn() in turn */
 static void on_usr1(int sig)
 {
-	pid_t pid;
+	static atomic_int turn;
+	char *argv[] = { "true", NULL };
+	int way = SIGFORK + atomic_fetch_add(&turn, 1) % 3;
+	pid_t pid = -1;
 
 	(void)sig;
 	churn(200);
 	pthread_mutex_lock(&mu);
 	churn(300);
 	pthread_mutex_unlock(&mu);
-	pid = fork();
-	if (pid == 0)
-		_exit(0);
-	reap(SIGFORK, pid);
+	if (way == SIGFORK) {
+		pid = fork();
+		if (pid == 0)
+			_exit(0);
+	} else if (way == SIGUFORK) {
+		pid = _Fork();
+		if (pid == 0)
+			exec_true(NULL);
+	} else if (posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ)) {
+		pid = -1;
+	}
+	reap(way, pid);
 }
 
 static atomic_ulong spins;
@@ -531,7 +547,7 @@ static void *walker(void *a)
 int main(int argc, char **argv)
 {
 	struct sigaction sa;
-	pthread_t t[7];
+	pthread_t t[8];
 	int secs, fails = 0;
 	struct timespec end, now;
 
@@ -554,7 +570,8 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_usr2;
 	sigaction(SIGUSR2, &sa, NULL);
 	pthread_create(&t[0], NULL, workers, NULL);
-	pthread_create(&t[1], NULL, spawner, NULL);
+	pthread_create(&t[1], NULL, spawner, (void *)0);
+	pthread_create(&t[7], NULL, spawner, (void *)1);
 	pthread_create(&t[2], NULL, victim, NULL);
 	pthread_create(&t[3], NULL, loader, NULL);
 	pthread_create(&t[4], NULL, walker, NULL);
@@ -570,7 +587,7 @@ int main(int argc, char **argv)
 	} while (now.tv_sec < end.tv_sec ||
 		 (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
 	atomic_store(&stop, 1);
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < 8; i++)
 		pthread_join(t[i], NULL);
 	for (int w = 0; w < NWAYS; w++) {
 		printf("%s %d bad %d\n", way_name[w], made[w], bad[w]);

@@ -86,20 +86,21 @@ fi
 made() { awk -v w="$1" '$0 ~ "^" w " [0-9]+ bad" { print $(NF - 2) }' <<<"$out"; }
 fork=$(made fork) ufork=$(made _Fork) clone=$(made clone) vfork=$(made vfork)
 spawn=$(made posix_spawn) hfork=$(made "handler fork")
+hufork=$(made "handler _Fork") hspawn=$(made "handler posix_spawn")
 slibc=$(made "seccomp libc") sraw=$(made "seccomp raw")
 consumer_drops=$(( ${dropped:-1} - ${lostsum:-0} ))
 # COMM records take no producer ring (they precede a process's first
 # sample, or their loss would be counted in band): only the consumer's
 # drops can make them fewer.
-images=$(( ufork + clone + vfork + spawn ))
-want_forks=$(( fork + hfork + ufork + clone + slibc + sraw ))
+images=$(( ufork + hufork + clone + vfork + spawn + hspawn ))
+want_forks=$(( fork + hfork + ufork + hufork + clone + slibc + sraw ))
 cd_=$consumer_drops
 if [ -n "${forks:-}" ] && (( forks <= want_forks && want_forks - forks <= cd_ &&
-      execs + cd_ >= ufork + clone && start + cd_ >= 1 + images &&
+      execs + cd_ >= ufork + hufork + clone && start + cd_ >= 1 + images &&
       exits + cd_ >= 1 + images )); then
 	tap_ok "records match: FORK $forks of $want_forks, EXEC $execs, START $start, EXIT $exits (consumer ring drops $cd_)"
 else
-	tap_fail "records" "FORK ${forks:-none} (want $want_forks), EXEC ${execs:-none} (>= $((ufork + clone))), START ${start:-none}, EXIT ${exits:-none} (>= $((1 + images))), consumer drops $cd_"
+	tap_fail "records" "FORK ${forks:-none} (want $want_forks), EXEC ${execs:-none} (>= $((ufork + hufork + clone))), START ${start:-none}, EXIT ${exits:-none} (>= $((1 + images))), consumer drops $cd_"
 fi
 
 # each sandboxed child: markers + its in-band losses
