@@ -89,9 +89,9 @@ spawn=$(made posix_spawn) hfork=$(made "handler fork")
 hufork=$(made "handler _Fork") hspawn=$(made "handler posix_spawn")
 slibc=$(made "seccomp libc") sraw=$(made "seccomp raw")
 consumer_drops=$(( ${dropped:-1} - ${lostsum:-0} ))
-# COMM records take no producer ring (they precede a process's first
-# sample, or their loss would be counted in band): only the consumer's
-# drops can make them fewer.
+# COMM FORK, EXEC and START precede the process's first sample here, so
+# they take no producer ring (an ioctl each): only the consumer's drops
+# can make them fewer.  EXIT: the exec'ed images never sample (ioctl too).
 images=$(( ufork + hufork + clone + vfork + spawn + hspawn ))
 want_forks=$(( fork + hfork + ufork + hufork + clone + slibc + sraw ))
 cd_=$consumer_drops
