@@ -381,6 +381,30 @@ static int call_try(enum wait_kind k, void *l)
 }
 
 /*
+ * clock_read - the clock for contention timing, unless the shim has
+ * stopped (seccomp.c: a filter is going in).  Announced like a sample
+ * (kpp.samplers, which seccomp.c waits for), so the filter never goes in
+ * between the check and the read: on a host whose clocksource the vDSO
+ * cannot serve (some guests') the read is a clock_gettime syscall, which
+ * the filter may forbid.  A wait that began before the stop and ends
+ * after it is not timed.  Contended calls only: two atomic operations.
+ * The count never goes below 0: a handler that forked in between made a
+ * child whose count new_process() reset (as init.c's samplers_dec()).
+ */
+static bool clock_read(uint64_t *now)
+{
+	bool on;
+
+	atomic_fetch_add(&kpp.samplers, 1);
+	on = !atomic_load(&kpp.stopped);
+	if (on)
+		*now = kpp_now_ns();
+	if (atomic_fetch_sub(&kpp.samplers, 1) <= 0)
+		atomic_store(&kpp.samplers, 0);
+	return on;
+}
+
+/*
  * lock_slow - a lock call that the quick test did not forward: re-read
  * the config, and if a profile is on and the lock is held (a mutex's
  * lock word; an rwlock is tried), time the wait and record it.  A free
@@ -403,11 +427,15 @@ static int lock_slow(enum wait_kind k, void *l, const struct wait_args *a)
 	r = call_try(k, l);
 	if (likely(r != EBUSY))
 		return r;
-	t0 = kpp_now_ns();
+	if (!clock_read(&t0))
+		return call_wait(k, l, a);
 	if (mutex && t->mutex_fraction)
 		waiter_enter(l, t0, &w);
 	r = call_wait(k, l, a);
-	t1 = kpp_now_ns();
+	if (!clock_read(&t1)) {
+		waiter_leave(&w);
+		return r;
+	}
 	waiter_leave(&w);
 	if (waited(r))
 		block_event(t, l, t1 - t0);
@@ -468,9 +496,12 @@ static inline bool inner_unlock(const pthread_mutex_t *m)
  * in *@n the mutex fraction. */
 static uint64_t handoff_delay(struct kpp_thread *t, pthread_mutex_t *m, uint32_t *n)
 {
-	if (!contention_on(t) || !(*n = t->mutex_fraction) || inner_unlock(m))
+	uint64_t now;
+
+	if (!contention_on(t) || !(*n = t->mutex_fraction) || inner_unlock(m) ||
+	    !clock_read(&now))
 		return 0;
-	return charge(m, kpp_now_ns());
+	return charge(m, now);
 }
 
 static void mutex_event(struct kpp_thread *t, pthread_mutex_t *m, uint64_t delay, uint32_t n)

@@ -3,7 +3,8 @@
  * Per-thread random numbers for sampling decisions: xorshift64* (fast,
  * no locks, no shared state), seeded from the clock, the thread's stack
  * address and a process-wide counter so threads and forked children
- * diverge.  The child after fork reseeds (kpp_thread.rng_seeded = 0).
+ * diverge (once the shim has stopped for a seccomp filter, without the
+ * clock: where the vDSO cannot serve it, it is a syscall).  The child after fork reseeds (kpp_thread.rng_seeded = 0).
  */
 #include <string.h>
 #include "shim.h"
@@ -15,7 +16,9 @@ uint64_t kpp_rand64(struct kpp_thread *t)
 	uint64_t x;
 
 	if (unlikely(!t->rng_seeded)) {
-		x = kpp_now_ns() ^ (uintptr_t)&x ^
+		/* Stopped (seccomp.c): no clock, it may be a syscall (lock.c) */
+		x = (atomic_load_explicit(&kpp.stopped, memory_order_relaxed) ? 0 : kpp_now_ns()) ^
+		    (uintptr_t)&x ^
 		    (atomic_fetch_add(&seed_counter, 1) * 0x9E3779B97F4A7C15ULL);
 		t->rng = x ? x : 0x2545F4914F6CDD1DULL;
 		t->rng_seeded = 1;
