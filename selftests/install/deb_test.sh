@@ -49,7 +49,7 @@ check "kpprof-shim_${ver}_amd64.deb" "/usr/lib/$ma/kpprof/libkpprof.so" \
 check "kpprof-dev_${ver}_all.deb" /usr/include/kpprof/kpprof.h
 check "kpprof-dkms_${ver}_all.deb" "/usr/src/kpprof-$ver/dkms.conf" "/usr/src/kpprof-$ver/Makefile" \
 	"/usr/src/kpprof-$ver/Kbuild" "/usr/src/kpprof-$ver/ioctl/kpprof.h" \
-	$(git ls-files kmod | sed "s|^|/usr/src/kpprof-$ver/|")
+	$(git ls-files 'kmod/*.[ch]' | sed "s|^|/usr/src/kpprof-$ver/|")
 
 info() { dpkg-deb -f "build/deb/$1" "$2"; }
 ctrl() { dpkg-deb --ctrl-tarfile "build/deb/$1" | tar -xO "./$2" 2>/dev/null; }

@@ -28,7 +28,7 @@ expected="/etc/default/kpprof
 /usr/src/kpprof-$ver/Makefile
 /usr/src/kpprof-$ver/dkms.conf
 /usr/src/kpprof-$ver/ioctl/kpprof.h
-$(git ls-files kmod | sed "s|^|/usr/src/kpprof-$ver/|")"
+$(git ls-files 'kmod/*.[ch]' | sed "s|^|/usr/src/kpprof-$ver/|")"
 expected=$(sort <<<"$expected")
 
 touch "$out/stamp"
