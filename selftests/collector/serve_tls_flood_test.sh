@@ -32,18 +32,8 @@ trap '[ -n "$holder" ] && kill $holder 2>/dev/null; [ -n "$srv" ] && kill $srv 2
 tls_certs "$out/c" || { tap_fail "openssl made the test certificates"; tap_done; }
 c=$out/c
 
-$K serve --listen 127.0.0.1:0 --listen tls:10.99.1.1:0 --tls-cert "$c/server.pem" \
-	--tls-key "$c/server.key" --tls-client-ca "$c/ca.pem" >"$out/serve.out" 2>&1 &
-srv=$!
-wait_for 30 grep -q "serving https" "$out/serve.out"
-url=$(sed -nE 's/.*serving (http:[^ ]*).*/\1/p' "$out/serve.out" | head -1)
-turl=$(sed -nE 's/.*serving (https:[^ ]*).*/\1/p' "$out/serve.out" | head -1)
-if [ -z "$url" ] || [ -z "$turl" ]; then
-	tap_diag "$(cat "$out/serve.out")"
-	tap_fail "server did not start"
-	tap_done
-fi
-tport=${turl##*:}; tport=${tport%%/*}
+tls_serve "$out" --listen 127.0.0.1:0 --listen tls:10.99.1.1:0 --tls-cert "$c/server.pem" \
+	--tls-key "$c/server.key" --tls-client-ca "$c/ca.pem"
 
 # The flood: PER connections from each address, holding still (no
 # ClientHello), each one the server closes opened again (as an attacker

@@ -39,18 +39,8 @@ trap 'kill ${pids[*]} 2>/dev/null; [ -n "$srv" ] && kill $srv 2>/dev/null; wait 
 tls_certs "$out/c" || { tap_fail "openssl made the test certificates"; tap_done; }
 c=$out/c
 
-$K serve --listen 127.0.0.1:0 --listen tls:$REMOTE:0 --tls-cert "$c/server.pem" --tls-key "$c/server.key" \
-	--tls-client-ca "$c/ca.pem" --tls-client-name scraper --mem-rate 65536 >"$out/serve.out" 2>&1 &
-srv=$!
-wait_for 30 grep -q "serving https" "$out/serve.out"
-url=$(sed -nE 's/.*serving (http:[^ ]*).*/\1/p' "$out/serve.out" | head -1)
-turl=$(sed -nE 's/.*serving (https:[^ ]*).*/\1/p' "$out/serve.out" | head -1)
-if [ -z "$url" ] || [ -z "$turl" ]; then
-	tap_diag "$(cat "$out/serve.out")"
-	tap_fail "server did not start"
-	tap_done
-fi
-tport=${turl##*:}; tport=${tport%%/*}
+tls_serve "$out" --listen 127.0.0.1:0 --listen tls:$REMOTE:0 --tls-cert "$c/server.pem" --tls-key "$c/server.key" \
+	--tls-client-ca "$c/ca.pem" --tls-client-name scraper --mem-rate 65536
 tap_diag "plain $url, mutual TLS $turl"
 
 # Another uid's process, holding memory: a verified remote client sees it.

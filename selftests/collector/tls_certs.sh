@@ -11,6 +11,11 @@
 #   expired.pem expired.key     CN=scraper, issued by the CA, expired in 2020
 #   wrong.key                   a key that matches no certificate
 # Returns non-zero (after saying why) if openssl fails.
+#
+# tls_serve OUT ARGS...: starts `$K serve ARGS...` (ARGS with a plain and
+# a tls: listener) in the background, output in OUT/serve.out, and waits
+# (30 s at most) for both; sets srv (its pid), url, turl and tport (the
+# TLS port), or fails the test ("server did not start") and ends it.
 
 tls_certs() {
 	local d=$1 n
@@ -72,4 +77,21 @@ tls_certs() {
 			-startdate 20200101000000Z -enddate 20200102000000Z \
 			-extfile openssl.cnf -extensions client_ext -notext -out expired.pem
 	) >"$d/openssl.log" 2>&1 || { cat "$d/openssl.log"; return 1; }
+}
+
+tls_serve() {
+	local o=$1
+	shift
+	"$K" serve "$@" >"$o/serve.out" 2>&1 &
+	srv=$!
+	wait_for 30 grep -q "serving https" "$o/serve.out"
+	url=$(sed -nE 's/.*serving (http:[^ ]*).*/\1/p' "$o/serve.out" | head -1)
+	turl=$(sed -nE 's/.*serving (https:[^ ]*).*/\1/p' "$o/serve.out" | head -1)
+	if [ -z "$url" ] || [ -z "$turl" ]; then
+		tap_diag "$(cat "$o/serve.out")"
+		tap_fail "server did not start"
+		tap_done
+	fi
+	tport=${turl##*:}
+	tport=${tport%%/*}
 }

@@ -67,6 +67,7 @@
 #include <linux/seccomp.h>
 #include <linux/types.h>
 #include "kpprof.h"
+#include "seccomp_allow.h"
 
 static void *volatile sink;
 static atomic_int stop_flag;
@@ -302,30 +303,13 @@ static int handoffs(int rounds, int how)
 
 /* ---------------------------------------------------------- seccomp */
 
-#define ALLOW(nr) \
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
-
 /* What allocating, threads exiting and exit need; no ioctl, write, fstat,
  * pipe2, mincore, fcntl.  With @exec, also what a program needs to start
  * (preloaded by absolute path: a relative one makes ld.so call getcwd). */
 static int install_filter(int how, int exec)
 {
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		ALLOW(__NR_brk), ALLOW(__NR_mmap), ALLOW(__NR_munmap),
-		ALLOW(__NR_mremap), ALLOW(__NR_madvise), ALLOW(__NR_mprotect),
-		ALLOW(__NR_futex), ALLOW(__NR_exit), ALLOW(__NR_exit_group),
-		ALLOW(__NR_rt_sigreturn), ALLOW(__NR_rt_sigprocmask),
-		ALLOW(__NR_sched_yield), ALLOW(__NR_clock_nanosleep),
-		ALLOW(__NR_nanosleep), ALLOW(__NR_getrandom),
-		/* glibc's malloc reads /proc/sys/vm/overcommit_memory */
-		ALLOW(__NR_openat), ALLOW(__NR_read), ALLOW(__NR_close),
-		/* a thread's start */
-		ALLOW(__NR_rseq), ALLOW(__NR_set_robust_list),
+		SECCOMP_ALLOW_ALLOCATING,
 		/* starting a program (exec), nothing of the shim's own */
 		ALLOW(exec ? __NR_execve : __NR_brk),
 		ALLOW(exec ? __NR_newfstatat : __NR_brk),

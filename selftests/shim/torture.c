@@ -74,6 +74,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "seccomp_allow.h"
 
 extern char **environ;
 
@@ -240,10 +241,6 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	_exit(100);
 }
 
-#define ALLOW(nr) \
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
-
 /*
  * What the child itself does after the filter: allocate (brk, mmap,
  * munmap, mremap, madvise, mprotect; malloc may read
@@ -261,18 +258,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 static int install_filter(int raw, int use_prctl, int allow_write, int allow_kick)
 {
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		ALLOW(__NR_brk), ALLOW(__NR_mmap), ALLOW(__NR_munmap),
-		ALLOW(__NR_mremap), ALLOW(__NR_madvise), ALLOW(__NR_mprotect),
-		ALLOW(__NR_futex), ALLOW(__NR_exit), ALLOW(__NR_exit_group),
-		ALLOW(__NR_rt_sigreturn), ALLOW(__NR_rt_sigprocmask),
-		ALLOW(__NR_sched_yield), ALLOW(__NR_clock_nanosleep),
-		ALLOW(__NR_nanosleep), ALLOW(__NR_getrandom),
-		ALLOW(__NR_openat), ALLOW(__NR_read), ALLOW(__NR_close),
-		ALLOW(__NR_rseq), ALLOW(__NR_set_robust_list),
+		SECCOMP_ALLOW_ALLOCATING,
 		ALLOW(__NR_clone), ALLOW(__NR_clone3),
 		ALLOW(allow_write ? __NR_write : __NR_brk),
 		ALLOW(allow_kick ? __NR_ioctl : __NR_brk),

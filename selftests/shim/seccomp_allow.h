@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The seccomp allow-list the shim's sandbox tests share (torture.c,
+ * safety_workload.c): a filter that starts with SECCOMP_ALLOW_ALLOCATING
+ * lets a process allocate, start and end threads and exit, and nothing of
+ * the shim's own (no ioctl, write, fstat...); each test appends what it
+ * needs on top, then its own verdict for the rest.
+ */
+#ifndef KPP_SECCOMP_ALLOW_H
+#define KPP_SECCOMP_ALLOW_H
+
+#include <stddef.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/syscall.h>
+
+#define ALLOW(nr) \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+/* x86-64 only (anything else is killed), then the syscall number loaded */
+#define SECCOMP_ALLOW_ALLOCATING \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)), \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0), \
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS), \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)), \
+	ALLOW(__NR_brk), ALLOW(__NR_mmap), ALLOW(__NR_munmap), \
+	ALLOW(__NR_mremap), ALLOW(__NR_madvise), ALLOW(__NR_mprotect), \
+	ALLOW(__NR_futex), ALLOW(__NR_exit), ALLOW(__NR_exit_group), \
+	ALLOW(__NR_rt_sigreturn), ALLOW(__NR_rt_sigprocmask), \
+	ALLOW(__NR_sched_yield), ALLOW(__NR_clock_nanosleep), \
+	ALLOW(__NR_nanosleep), ALLOW(__NR_getrandom), \
+	/* glibc's malloc reads /proc/sys/vm/overcommit_memory */ \
+	ALLOW(__NR_openat), ALLOW(__NR_read), ALLOW(__NR_close), \
+	/* a thread's start */ \
+	ALLOW(__NR_rseq), ALLOW(__NR_set_robust_list)
+
+#endif
