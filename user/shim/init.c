@@ -61,12 +61,12 @@
 #include "shim.h"
 
 /*
- * samplers_dec - leave the count of threads in sampling paths (seccomp.c
- * waits for it).  Never below 0: in a child forked by a signal handler
- * that interrupted this thread between its increment and its decrement,
- * new_process() has already reset the count.
+ * kpp_samplers_leave - leave the count of threads in sampling paths
+ * (seccomp.c waits for it).  Never below 0: in a child forked by a signal
+ * handler that interrupted this thread between its increment and its
+ * decrement, new_process() has already reset the count.
  */
-static void samplers_dec(void)
+void kpp_samplers_leave(void)
 {
 	if (atomic_fetch_sub(&kpp.samplers, 1) <= 0)
 		atomic_store(&kpp.samplers, 0);
@@ -104,7 +104,7 @@ static void abandon(void *arg)
 		t->emitting = 0;
 	}
 	t->flushing = 0;
-	samplers_dec();
+	kpp_samplers_leave();
 	t->guard = 0;
 	atomic_fetch_add_explicit(&kpp.abandoned, 1, memory_order_relaxed);
 }
@@ -132,7 +132,7 @@ bool kpp_sample_begin(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb)
 	/* Pairs with seccomp.c: announce, then re-check. */
 	atomic_fetch_add(&kpp.samplers, 1);
 	if (atomic_load(&kpp.stopped) || atomic_load(&kpp.ready) != 1) {
-		samplers_dec();
+		kpp_samplers_leave();
 		errno = t->saved_errno;
 		t->guard = 0;
 		return false;
@@ -144,7 +144,7 @@ bool kpp_sample_begin(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb)
 void kpp_sample_end(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb)
 {
 	_pthread_cleanup_pop(cb, 0);
-	samplers_dec();
+	kpp_samplers_leave();
 	errno = t->saved_errno;
 	t->guard = 0;
 }

@@ -388,8 +388,6 @@ static int call_try(enum wait_kind k, void *l)
  * cannot serve (some guests') the read is a clock_gettime syscall, which
  * the filter may forbid.  A wait that began before the stop and ends
  * after it is not timed.  Contended calls only: two atomic operations.
- * The count never goes below 0: a handler that forked in between made a
- * child whose count new_process() reset (as init.c's samplers_dec()).
  */
 static bool clock_read(uint64_t *now)
 {
@@ -399,8 +397,7 @@ static bool clock_read(uint64_t *now)
 	on = !atomic_load(&kpp.stopped);
 	if (on)
 		*now = kpp_now_ns();
-	if (atomic_fetch_sub(&kpp.samplers, 1) <= 0)
-		atomic_store(&kpp.samplers, 0);
+	kpp_samplers_leave();
 	return on;
 }
 

@@ -415,6 +415,8 @@ bool kpp_seccomp_inherited(void) KPP_HIDDEN;
 
 /* kpp_exec_resolve - the real exec functions, at start (exec.c). */
 void kpp_exec_resolve(void) KPP_HIDDEN;
+/* kpp_samplers_leave - the end of what kpp.samplers counted (init.c). */
+void kpp_samplers_leave(void) KPP_HIDDEN;
 /* kpp_seccomp_resolve - the real prctl and syscall, at start (seccomp.c). */
 void kpp_seccomp_resolve(void) KPP_HIDDEN;
 
