@@ -2,7 +2,8 @@
 # kpprof: top-level build.  Targets:
 #   deps     install every dependency from Debian's packages (idempotent)
 #   all      the module (against Debian's packaged headers) and user space
-#   module   kpprof.ko only;  module-debug: with -DDEBUG (in-module self-tests)
+#   module   build/module/<release>/kpprof.ko only (KERNELRELEASE);
+#            module-debug: with -DDEBUG (in-module self-tests), build/module-debug/
 #   module-matrix  kpprof.ko for every kernel of scripts/kernels, in
 #            build/module/<release>/kpprof.ko
 #   debug-kernel  build (once, cached) the KASAN + lockdep kernel (scripts/vm/debug-kernel)
@@ -23,7 +24,6 @@
 KERNELRELEASE ?= $(shell scripts/kernels --default 2>/dev/null)
 KERNELDIR ?= /lib/modules/$(KERNELRELEASE)/build
 KPPROF_VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-PWD := $(shell pwd)
 V ?= 0
 
 export KERNELRELEASE KERNELDIR
@@ -33,16 +33,22 @@ all: module user
 deps:
 	@scripts/deps
 
-module:
-	@$(MAKE) -C $(KERNELDIR) M=$(PWD) V=$(V) KPPROF_VERSION=$(KPPROF_VERSION) modules
+# Every output goes under build/ (mk/build.mk); the module's Kbuild trees are
+# build/module/<release>/ (below).
+include mk/build.mk
 
-# A second build tree, so the debug module (with in-module self-tests)
-# never overwrites ./kpprof.ko: build/module-debug/kpprof.ko.
+# build/module/$(KERNELRELEASE)/kpprof.ko: the same tree module-matrix
+# builds for that kernel, so the two never build the default kernel twice.
+module:
+	@$(MAKE) --no-print-directory module-in MODULE_DIR=build/module/$(KERNELRELEASE) \
+		MODULE_KDIR=$(KERNELDIR)
+
+# A tree of its own, so the debug module (with in-module self-tests) never
+# overwrites the normal one: build/module-debug/kpprof.ko.
 module-debug:
-	@rm -rf build/module-debug && mkdir -p build/module-debug
-	@cp -r Kbuild kmod ioctl build/module-debug/
-	@$(MAKE) -C $(KERNELDIR) M=$(PWD)/build/module-debug V=$(V) \
-		KPPROF_VERSION=$(KPPROF_VERSION)-debug KPPROF_DEBUG=y modules
+	@$(MAKE) --no-print-directory module-in MODULE_DIR=build/module-debug \
+		MODULE_KDIR=$(KERNELDIR) MODULE_VERSION=$(KPPROF_VERSION)-debug \
+		MODULE_FLAGS=KPPROF_DEBUG=y
 
 # build/module/<release>/kpprof.ko for each kernel of the matrix (the default
 # one too), so builds for different kernels never overwrite each other.
@@ -59,14 +65,23 @@ module-debug-kernel: debug-kernel
 	@$(MAKE) --no-print-directory module-in MODULE_DIR=build/module/debug \
 		MODULE_KDIR=$$(scripts/vm/debug-kernel --cached)
 
-# module-in MODULE_DIR=... MODULE_KDIR=...: kpprof.ko built in MODULE_DIR
-# (a copy of the sources; cp -u keeps the build incremental) against the
-# kernel build tree MODULE_KDIR.
+# module-in MODULE_DIR=... MODULE_KDIR=... [MODULE_FLAGS=...]: kpprof.ko
+# built in MODULE_DIR against the kernel build tree MODULE_KDIR.
+# Kbuild of 6.1 and 6.12 writes objects beside the sources M= names (MO=
+# came in 6.13), so MODULE_DIR is a tree of symbolic links, one per source
+# file of KPP_KSRC (mk/install.mk) and never one per directory (the
+# objects would land in the source directory), built with M=MODULE_DIR.
+# The links are made again on every build: a new source is linked, the
+# link of a removed one goes; make follows them, so an edit rebuilds.
+MODULE_VERSION ?= $(KPPROF_VERSION)
 module-in:
 	@mkdir -p $(MODULE_DIR)
-	@cp -r -u Kbuild kmod ioctl $(MODULE_DIR)/
-	@env -u KERNELRELEASE -u KERNELDIR $(MAKE) -C $(MODULE_KDIR) M=$(PWD)/$(MODULE_DIR) \
-		V=$(V) KPPROF_VERSION=$(KPPROF_VERSION) modules
+	@find $(MODULE_DIR) -xtype l -delete
+	@for f in $(KPP_KSRC); do \
+		mkdir -p $(MODULE_DIR)/$$(dirname $$f) && ln -sfn $(CURDIR)/$$f $(MODULE_DIR)/$$f || exit 1; \
+	done
+	@env -u KERNELRELEASE -u KERNELDIR $(MAKE) -C $(MODULE_KDIR) M=$(CURDIR)/$(MODULE_DIR) \
+		V=$(V) KPPROF_VERSION=$(MODULE_VERSION) $(MODULE_FLAGS) modules
 
 user:
 	@$(MAKE) -C user/shim
@@ -94,14 +109,14 @@ style:
 # MACRO_ARG_REUSE: format.c's field-table macros take struct and member
 # names, which cannot have side effects.
 
+# In a tree of its own: C=2 checks every file, and its objects are not
+# those of 'make module'.
 sparse:
-	@$(MAKE) -C $(KERNELDIR) M=$(PWD) V=$(V) KPPROF_VERSION=$(KPPROF_VERSION) \
-		C=2 W=1 modules
+	@$(MAKE) --no-print-directory module-in MODULE_DIR=build/module/sparse \
+		MODULE_KDIR=$(KERNELDIR) MODULE_FLAGS="C=2 W=1"
 
+# Everything the build writes is under build/ (tests: selftests/vm/outputs_test.sh).
 clean:
-	@$(MAKE) -C $(KERNELDIR) M=$(PWD) clean >/dev/null 2>&1 || true
-	@$(MAKE) -C user/shim clean 2>/dev/null || true
-	@$(MAKE) -C user/kpprof clean 2>/dev/null || true
 	@rm -rf build
 
 .PHONY: all deps module module-debug module-matrix debug-kernel module-debug-kernel module-in \

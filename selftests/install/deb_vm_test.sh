@@ -73,15 +73,15 @@ step() { # NAME COMMAND: run a README command in the root
 tap_skip "mokutil --sb-state" "no UEFI in the VM"
 tap_skip "mokutil --import /var/lib/dkms/mok.pub" "no UEFI in the VM"
 step "make a MOK" 'openssl req -new -x509 -newkey rsa:2048 -nodes -days 36500 -subj "/CN=my kpprof MOK/" -outform DER -keyout MOK.priv -out MOK.der'
-step "sign the module" '/lib/modules/$(uname -r)/build/scripts/sign-file sha256 MOK.priv MOK.der kpprof.ko'
-step "check the signature" 'modinfo -F signer kpprof.ko | grep -qx "my kpprof MOK"'
+step "sign the module" '/lib/modules/$(uname -r)/build/scripts/sign-file sha256 MOK.priv MOK.der build/module/$(uname -r)/kpprof.ko'
+step "check the signature" 'modinfo -F signer build/module/$(uname -r)/kpprof.ko | grep -qx "my kpprof MOK"'
 # man-db's trigger re-indexes every manual page: minutes under TCG.
 rm -f "$R/var/lib/man-db/auto-update"
 full=${KPPROF_INSTALL_VM_DKMS:-0}
 if [ "$full" != 1 ]; then
 	# Where dkms install would put its build: make module's, from the host.
 	rm -f "$R/lib/modules/$kver/build"
-	install -D -m 0644 "$top/kpprof.ko" "$R/lib/modules/$kver/updates/dkms/kpprof.ko"
+	install -D -m 0644 "$top/build/module/$kver/kpprof.ko" "$R/lib/modules/$kver/updates/dkms/kpprof.ko"
 	chroot "$R" depmod "$kver"
 fi
 # The README's commands, in its order.

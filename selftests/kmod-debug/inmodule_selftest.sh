@@ -9,7 +9,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../lib/tap.sh
 . "$top/selftests/lib/tap.sh"
 debug_ko=$top/build/module-debug/kpprof.ko
-normal_ko=${KPPROF_KO:-$top/kpprof.ko}
+normal_ko=${KPPROF_KO:-$top/build/module/$(uname -r)/kpprof.ko}
 
 tap_plan 4
 if [ ! -e "$debug_ko" ]; then

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * lifecycle_test: loading and unloading kpprof.ko ($KPPROF_KO, default
- * <repo>/kpprof.ko) with finit_module(2)/delete_module(2), for exact
+ * <repo>/build/module/<release>/kpprof.ko) with finit_module(2)/delete_module(2), for exact
  * errnos.  VM only: it loads modules into the kernel it runs on.
  * An open descriptor or a live mapping pins the module (EWOULDBLOCK) and
  * keeps working; 50 load/unload rounds; bad module parameters fail the

@@ -83,12 +83,13 @@ expect "a missing module is named" \
 
 # With the real module: it is loaded (its device exists) and vm-run notices
 # when it cannot be removed at the end (here because CMD removed it).
-if [ -f "$top/kpprof.ko" ]; then
-	KPPROF_KO=$top/kpprof.ko vm -- sh -c 'test -c /dev/kpprof && echo device-present; rmmod kpprof'
+ko=$top/build/module/$("$top/scripts/kernels" --default)/kpprof.ko
+if [ -f "$ko" ]; then
+	KPPROF_KO=$ko vm -- sh -c 'test -c /dev/kpprof && echo device-present; rmmod kpprof'
 	expect "kpprof.ko is loaded; a failed rmmod fails the run" \
 		eval '[ $rc -ne 0 ] && [ "$out" = device-present ] && [[ $err == *"FAILED (rmmod)"* ]]'
 else
-	tap_skip "kpprof.ko is loaded; a failed rmmod fails the run" "no $top/kpprof.ko (make module)"
+	tap_skip "kpprof.ko is loaded; a failed rmmod fails the run" "no $ko (make module)"
 fi
 
 # --kernel: another kernel of the matrix boots, with the module built for it
@@ -101,14 +102,14 @@ default=$("$top/scripts/kernels" --default 2>/dev/null)
 if [ -z "$other" ] || [ "$other" = "$default" ]; then
 	tap_skip "--kernel boots that kernel with its own module" "the matrix has one kernel (scripts/kernels)"
 	tap_skip "--kernel refuses a module built for another kernel" "the matrix has one kernel"
-elif [ ! -f "$top/build/module/$other/kpprof.ko" ] || [ ! -f "$top/kpprof.ko" ]; then
-	tap_skip "--kernel boots that kernel with its own module" "no build/module/$other/kpprof.ko or kpprof.ko (make module module-matrix)"
+elif [ ! -f "$top/build/module/$other/kpprof.ko" ] || [ ! -f "$top/build/module/$default/kpprof.ko" ]; then
+	tap_skip "--kernel boots that kernel with its own module" "no build/module/$other/kpprof.ko or build/module/$default/kpprof.ko (make module-matrix)"
 	tap_skip "--kernel refuses a module built for another kernel" "same"
 else
 	vm --kernel "$other" -- sh -c 'uname -r; test -c /dev/kpprof && echo device-present; echo "$KPPROF_KO"'
 	expect "--kernel boots that kernel with its own module" \
 		test "$rc:$out" = "0:$other"$'\n'"device-present"$'\n'"/run/kpprof-vm/kpprof.ko"
-	KPPROF_KO=$top/kpprof.ko vm --kernel "$other" -- true
+	KPPROF_KO=$top/build/module/$default/kpprof.ko vm --kernel "$other" -- true
 	expect "--kernel refuses a module built for another kernel" \
 		eval '[ $rc -eq 125 ] && [[ $err == *"is built for $default, the VM boots $other"* ]]'
 fi
