@@ -29,7 +29,7 @@ DKMSDIR     ?= /usr/src
 INSTALL     ?= install
 
 # What 'make' builds and install copies.
-KPP_BUILT   := user/kpprof/kpprof user/shim/libkpprof.so
+KPP_BUILT   := build/user/kpprof/kpprof build/user/shim/libkpprof.so
 # The module's sources for DKMS: every tracked source file (never objects).
 KPP_KSRC    := Kbuild ioctl/kpprof.h $(wildcard kmod/*.[ch] kmod/*/*.[ch])
 KPP_DKMS    := $(DKMSDIR)/kpprof-$(KPPROF_VERSION)
@@ -70,8 +70,8 @@ install: install-check-built
 		$(DESTDIR)$(SYSCONFDIR)/modprobe.d $(DESTDIR)$(SYSCONFDIR)/default \
 		$(DESTDIR)$(SYSCONFDIR)/kpprof $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(KPP_DKMS)
-	$(INSTALL) -m 0755 user/kpprof/kpprof $(DESTDIR)$(BINDIR)/kpprof
-	$(INSTALL) -m 0644 user/shim/libkpprof.so $(DESTDIR)$(LIBDIR)/kpprof/libkpprof.so
+	$(INSTALL) -m 0755 build/user/kpprof/kpprof $(DESTDIR)$(BINDIR)/kpprof
+	$(INSTALL) -m 0644 build/user/shim/libkpprof.so $(DESTDIR)$(LIBDIR)/kpprof/libkpprof.so
 	$(INSTALL) -m 0644 ioctl/kpprof.h $(DESTDIR)$(INCLUDEDIR)/kpprof/kpprof.h
 	$(INSTALL) -m 0644 dist/60-kpprof.rules $(DESTDIR)$(UDEVRULESDIR)/60-kpprof.rules
 	@for f in modprobe.d/kpprof.conf:kpprof-modprobe.conf default/kpprof:kpprof.default \

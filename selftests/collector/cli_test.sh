@@ -5,7 +5,7 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
-K=${KPPROF:-$top/user/kpprof/kpprof}
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
 tmp=$(mktemp -d /tmp/kpprof-cli.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export KPPROF_DEVICE=$tmp/no-such-device

@@ -8,9 +8,9 @@ set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
 . "$top/selftests/lib/wait.sh"
-K=${KPPROF:-$top/user/kpprof/kpprof}
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
 W=$top/selftests/collector/workloads
-S=$top/user/shim/libkpprof.so
+S=$top/build/user/shim/libkpprof.so
 out=$(mktemp -d /tmp/kpprof-collect.XXXXXX)
 export HOME=$out GOCACHE=$out/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$out
 trap 'rm -rf "$out"' EXIT

@@ -6,7 +6,7 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
-K=${KPPROF:-$top/user/kpprof/kpprof}
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
 tap_plan
 orig=$($K ctl) || { tap_fail "kpprof ctl shows the configuration"; tap_done; }
 tap_ok "kpprof ctl shows the configuration"

@@ -10,7 +10,7 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
-K=${KPPROF:-$top/user/kpprof/kpprof}
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
 W=$top/selftests/collector/workloads
 out=$(mktemp -d /tmp/kpprof-e2e.XXXXXX)
 trap 'rm -rf "$out"' EXIT

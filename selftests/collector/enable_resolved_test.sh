@@ -10,7 +10,7 @@ set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
 tap_plan
-K=${KPPROF:-$top/user/kpprof/kpprof}
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
 if [ "$(id -u)" != 0 ]; then
 	tap_skip "enable writes the resolved path" "needs root (a directory owned by nobody)"
 	tap_done
@@ -19,7 +19,7 @@ out=$(mktemp -d /tmp/kpprof-enable.XXXXXX)
 chmod 755 "$out"
 trap 'rm -rf "$out"' EXIT
 mkdir -m 755 "$out/lib" "$out/user"
-install -m 0644 "$top/user/shim/libkpprof.so" "$out/lib/libkpprof.so"
+install -m 0644 "$top/build/user/shim/libkpprof.so" "$out/lib/libkpprof.so"
 chown nobody "$out/user"
 ln -s "$out/lib/libkpprof.so" "$out/user/libkpprof.so"
 chown -h nobody "$out/user/libkpprof.so"

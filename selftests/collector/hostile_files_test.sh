@@ -18,7 +18,7 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
-K=${KPPROF:-$top/user/kpprof/kpprof}
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
 W=$top/selftests/collector/workloads
 tap_plan
 if ! command -v strace >/dev/null || [ "$(id -u)" != 0 ]; then
@@ -114,7 +114,7 @@ for f in p2 p3; do
 	step "claims $f: $(cat "$out/$f.out")"
 done
 # A normal program of another uid, profiled meanwhile.
-LD_PRELOAD=$top/user/shim/libkpprof.so "$W/seeds_heap" 100 >/dev/null &
+LD_PRELOAD=$top/build/user/shim/libkpprof.so "$W/seeds_heap" 100 >/dev/null &
 wl=$!
 wait $wl
 step "workload done"

@@ -7,7 +7,7 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
-K=${KPPROF:-$top/user/kpprof/kpprof}
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
 W=$top/selftests/collector/workloads
 out=$(mktemp -d /tmp/kpprof-losses.XXXXXX)
 export HOME=$out GOCACHE=$out/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$out
@@ -30,7 +30,7 @@ srv=$!
 trap 'kill -CONT $srv 2>/dev/null; kill $srv 2>/dev/null; rm -rf "$out"' EXIT
 for _ in $(seq 50); do grep -q serving "$out/serve.out" && break; sleep 0.1; done
 kill -STOP $srv
-LD_PRELOAD=$top/user/shim/libkpprof.so "$W/leak_churn" 200000 >/dev/null 2>&1
+LD_PRELOAD=$top/build/user/shim/libkpprof.so "$W/leak_churn" 200000 >/dev/null 2>&1
 kill -CONT $srv
 kill -TERM $srv
 wait $srv

@@ -20,8 +20,8 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
-K=${KPPROF:-$top/user/kpprof/kpprof}
-SHIM=$top/user/shim/libkpprof.so
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
+SHIM=$top/build/user/shim/libkpprof.so
 N=$top/selftests/collector/names
 out=$(mktemp -d /tmp/kpprof-names.XXXXXX)
 trap 'rm -rf "$out"' EXIT

@@ -558,7 +558,7 @@ TEST_F(pp, kpprof_top_reads_it)
 	kpp_view__release(&v);
 	/* Found from the repo root (check) or from this directory. */
 	snprintf(cmd, sizeof(cmd),
-		 "k=user/kpprof/kpprof; [ -x $k ] || k=../../user/kpprof/kpprof; $k top %s 2>&1",
+		 "k=build/user/kpprof/kpprof; [ -x $k ] || k=../../build/user/kpprof/kpprof; $k top %s 2>&1",
 		 self->path);
 	ASSERT_EQ(0, run(cmd, out, sizeof(out))) TH_LOG("%s", out);
 	/* func2 has 75% flat of inuse_space; func1 25% flat, 100% cum. */

@@ -10,8 +10,8 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
-K=${KPPROF:-$top/user/kpprof/kpprof}
-SHIM=$top/user/shim/libkpprof.so
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
+SHIM=$top/build/user/shim/libkpprof.so
 W=$top/selftests/collector/workloads
 A=4101 B=4102
 UA="setpriv --reuid=$A --regid=$A --clear-groups"

@@ -7,7 +7,7 @@ set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
 . "$top/selftests/lib/wait.sh"
-K=${KPPROF:-$top/user/kpprof/kpprof}
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
 W=$top/selftests/collector/workloads
 out=$(mktemp -d /tmp/kpprof-serve.XXXXXX)
 export HOME=$out GOCACHE=$out/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$out
@@ -24,7 +24,7 @@ for _ in $(seq 50); do grep -q serving "$out/serve.out" && break; sleep 0.1; don
 url=$(sed -nE 's/.*serving (http:[^ ]*)/\1/p' "$out/serve.out")
 [ -n "$url" ] || { tap_diag "$(cat "$out/serve.out")"; tap_fail "server did not start"; tap_done; }
 
-LD_PRELOAD=$top/user/shim/libkpprof.so "$W/seeds_heap" 100 &
+LD_PRELOAD=$top/build/user/shim/libkpprof.so "$W/seeds_heap" 100 &
 wl=$!
 wait $wl
 
@@ -156,7 +156,7 @@ wait_for 30 sh -c "ss -Htn state established '( dport = :$port )' | grep -q ." |
 for b in $(seq 8); do
 	wpids=()
 	for i in $(seq 10); do
-		LD_PRELOAD=$top/user/shim/libkpprof.so "$W/seeds_heap" 1 &
+		LD_PRELOAD=$top/build/user/shim/libkpprof.so "$W/seeds_heap" 1 &
 		wpids+=($!)
 	done
 	wait "${wpids[@]}"

@@ -12,7 +12,7 @@ set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
 . "$top/selftests/collector/tls_certs.sh"
-K=${KPPROF:-$top/user/kpprof/kpprof}
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
 d=$(mktemp -d /tmp/kpprof-tls-args.XXXXXX)
 trap 'rm -rf "$d"' EXIT
 tap_plan

@@ -15,7 +15,7 @@ top=$(pwd)
 . "$top/selftests/lib/tap.sh"
 . "$top/selftests/lib/wait.sh"
 . "$top/selftests/collector/tls_certs.sh"
-K=${KPPROF:-$top/user/kpprof/kpprof}
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
 NADDR=11 PER=12
 out=$(mktemp -d /tmp/kpprof-tls-flood.XXXXXX)
 tap_plan

@@ -18,8 +18,8 @@ top=$(pwd)
 . "$top/selftests/lib/tap.sh"
 . "$top/selftests/lib/wait.sh"
 . "$top/selftests/collector/tls_certs.sh"
-K=${KPPROF:-$top/user/kpprof/kpprof}
-SHIM=$top/user/shim/libkpprof.so
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
+SHIM=$top/build/user/shim/libkpprof.so
 A=4101 B=4102
 UA="setpriv --reuid=$A --regid=$A --clear-groups"
 UB="setpriv --reuid=$B --regid=$B --clear-groups"

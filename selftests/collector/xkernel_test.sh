@@ -16,7 +16,7 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
-K=${KPPROF:-$top/user/kpprof/kpprof}
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
 X=$top/selftests/collector/xkernel
 rate=16384
 out=$(mktemp -d /tmp/kpprof-xkernel.XXXXXX)

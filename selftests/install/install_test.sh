@@ -52,7 +52,7 @@ listed=$(make -s --no-print-directory install-files | sort)
 	{ tap_diag "$(diff <(echo "$expected") <(echo "$listed"))"; tap_fail "install-files"; }
 bad=$(cd "$d" && find . -type f ! -path ./usr/local/bin/kpprof ! -perm 0644; find . -path ./usr/local/bin/kpprof ! -perm 0755)
 [ -z "$bad" ] && tap_ok "modes: kpprof 0755, every other file 0644" || tap_fail "modes" "$bad"
-built=$(find "$top/user" "$top/kmod" "$top/ioctl" -newer "$out/stamp" -type f | head -5)
+built=$(find "$top/user" "$top/kmod" "$top/ioctl" "$top/build/user" -newer "$out/stamp" -type f | head -5)
 [ -z "$built" ] && tap_ok "install built nothing (no file of the tree is newer)" ||
 	tap_fail "install wrote into the tree" "$built"
 unit=$d/usr/local/lib/systemd/system/kpprof.service
@@ -94,7 +94,7 @@ git ls-files -z | xargs -0 cp --parents -t "$out/src"
 if make -s -C "$out/src" install DESTDIR="$out/root2" >"$out/fresh.log" 2>&1; then
 	tap_fail "install in an unbuilt tree succeeded"
 else
-	grep -q "user/kpprof/kpprof is missing: run 'make'" "$out/fresh.log" && [ ! -e "$out/root2" ] &&
+	grep -q "build/user/kpprof/kpprof is missing: run 'make'" "$out/fresh.log" && [ ! -e "$out/root2" ] &&
 		tap_ok "install in an unbuilt tree fails: $(head -1 "$out/fresh.log")" ||
 		tap_fail "unbuilt tree" "$(cat "$out/fresh.log")"
 fi

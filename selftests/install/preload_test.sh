@@ -9,14 +9,14 @@ set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
 tap_plan
-K=${KPPROF:-$top/user/kpprof/kpprof}
+K=${KPPROF:-$top/build/user/kpprof/kpprof}
 out=$(mktemp -d /tmp/kpprof-preload.XXXXXX)
 chmod 755 "$out"
 trap 'rm -rf "$out"' EXIT
 # A root-owned copy of the shim in a root-owned directory (the worktree
 # may belong to anyone).
 mkdir -m 755 "$out/lib"
-install -m 0644 "$top/user/shim/libkpprof.so" "$out/lib/libkpprof.so"
+install -m 0644 "$top/build/user/shim/libkpprof.so" "$out/lib/libkpprof.so"
 S=$out/lib/libkpprof.so
 f=$out/ld.so.preload
 

@@ -49,7 +49,7 @@ for m in man1/kpprof.1 man7/libkpprof.7; do
 	[ -z "$w" ] && tap_ok "man $m formats without warnings" || tap_fail "man $m" "$w"
 done
 man1=$(MANWIDTH=200 man -l "$p/share/man/man1/kpprof.1" 2>/dev/null)
-K=$top/user/kpprof/kpprof
+K=$top/build/user/kpprof/kpprof
 verbs=$("$K" --help | awk '/^Verbs:/ { v = 1; next } v && !NF { exit } v { print $1 }')
 missing=
 for verb in $verbs; do

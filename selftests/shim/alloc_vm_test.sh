@@ -17,7 +17,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
 d=$top/selftests/shim
-lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
+lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 tmp=$(mktemp -d /tmp/shim-alloc.XXXXXX)
 trap 'if [ -n "${KPPROF_SHIM_KEEP:-}" ]; then mkdir -p "$KPPROF_SHIM_KEEP"; cp "$tmp"/* "$KPPROF_SHIM_KEEP"/; fi; rm -rf "$tmp"' EXIT
 K=5
@@ -27,7 +27,7 @@ if [ ! -c /dev/kpprof ]; then
 	tap_fail "device present" "/dev/kpprof missing: is kpprof.ko loaded?"
 	
 # The collector says it: kpprof record on the static program.
-KPPROF_SHIM=$lib "$top/user/kpprof/kpprof" record -o "$tmp/rec" --mem-rate 1 -- \
+KPPROF_SHIM=$lib "$top/build/user/kpprof/kpprof" record -o "$tmp/rec" --mem-rate 1 -- \
 	"$d/cxx_alloc_static" >"$tmp/rec.out" 2>"$tmp/rec.err"
 rc=$?
 if [ $rc = 0 ] && grep -q "kpprof: no heap profile for pid [0-9]* (cxx_alloc_stati): malloc is not interposed" "$tmp/rec.err"; then
@@ -119,7 +119,7 @@ for r in static tcfirst; do
 done
 
 # The collector says it: kpprof record on the static program.
-KPPROF_SHIM=$lib "$top/user/kpprof/kpprof" record -o "$tmp/rec" --mem-rate 1 -- \
+KPPROF_SHIM=$lib "$top/build/user/kpprof/kpprof" record -o "$tmp/rec" --mem-rate 1 -- \
 	"$d/cxx_alloc_static" >"$tmp/rec.out" 2>"$tmp/rec.err"
 rc=$?
 if [ $rc = 0 ] && grep -q "kpprof: no heap profile for pid [0-9]* (cxx_alloc_stati): malloc is not interposed" "$tmp/rec.err"; then

@@ -52,7 +52,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 d=$top/selftests/shim
-lib=${KPPROF_BENCH_SHIM:-$top/user/shim/libkpprof.so}
+lib=${KPPROF_BENCH_SHIM:-$top/build/user/shim/libkpprof.so}
 w=$d/shim_workload
 tmp=$(mktemp -d /tmp/shim-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -509,16 +509,16 @@ if [ $module = 1 ]; then
 else
 	src=$tmp/build
 	mkdir -p "$src/user"
-	cp -r "$top/ioctl" "$top/pprof" "$src/"
+	cp -r "$top/ioctl" "$top/pprof" "$top/mk" "$src/"
 	cp -r "$top/user/kpprof" "$src/user/"
-	rm -rf "$src/user/kpprof/build" "$src/user/kpprof/build-san" "$src/user/kpprof/gen"
 	mkcfg 524288 0 0 >"$tmp/cfg"
 	onebuild() { # [ENV...]: "WALL CPU" seconds of one clean build (CPU:
 		# user + system of make and everything it ran, from wait4)
 		make -C "$src/user/kpprof" clean >/dev/null 2>&1
-		rm -rf "$src/user/kpprof/build" "$src/user/kpprof/gen"
+		rm -rf "$src/build"
 		/usr/bin/time -f '%e %U %S' -o "$tmp/time" env "$@" \
-			make -j2 -C "$src/user/kpprof" KPPROF_VERSION=bench kpprof >/dev/null 2>&1 ||
+			make -j2 -C "$src/user/kpprof" KPPROF_VERSION=bench "$src/build/user/kpprof/kpprof" \
+			>/dev/null 2>&1 ||
 			{ echo "build failed" >&2; echo "- -"; return; }
 		awk '{ printf "%.3f %.3f", $1, $2 + $3 }' "$tmp/time"
 	}

@@ -45,7 +45,7 @@ if ! dpkg-query -W $want >/dev/null 2>&1; then
 fi
 suites="python glib gdk-pixbuf redis postgres sqlite"
 if [ "${1:-}" = -s ]; then suites=$2; shift 2; fi
-lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
+lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 tmp=$(mktemp -d /tmp/shim-foreign.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 T=${T:-900}	# seconds: one test run longer than this counts as a failure

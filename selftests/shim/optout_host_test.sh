@@ -58,7 +58,7 @@ for lib in "$@"; do
 		"$(run "$lib" "$tmp/other/kpp_same_name" /)"
 	# The collector exports kpprof_collector_process; the shim opens nothing in it.
 	check "$b: the kpprof collector is never profiled" "no sink" \
-		"$(run "$lib" "$top/user/kpprof/kpprof" --version KPPROF_EXCLUDE_FILE="$tmp/none")"
+		"$(run "$lib" "$top/build/user/kpprof/kpprof" --version KPPROF_EXCLUDE_FILE="$tmp/none")"
 	grep -q "pass-through: this is the kpprof collector" "$tmp/err" ||
 		check "$b: ...KPPROF_DEBUG says why" "the line" "$(cat "$tmp/err")"
 done

@@ -10,7 +10,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
 d=$top/selftests/shim
-[ $# -gt 0 ] || set -- "$top/user/shim/libkpprof.so" "$top/user/shim/libkpprof-ubsan.so"
+[ $# -gt 0 ] || set -- "$top/build/user/shim/libkpprof.so" "$top/build/user/shim/libkpprof-ubsan.so"
 
 tap_plan
 if [ -e /dev/kpprof ]; then

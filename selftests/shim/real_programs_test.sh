@@ -16,7 +16,7 @@ if [ "${1:-}" = --records ]; then
 	records=1
 	shift
 fi
-lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
+lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 tmp=$(mktemp -d /tmp/shim-real.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export LC_ALL=C

@@ -9,7 +9,7 @@
 # usage: selftests/shim/reload_host_test.sh [CROSSCHECK-SHIM.so]
 set -u
 shim_defaults= . "$(dirname "$0")/lib.sh"
-lib=$(realpath "${1:-$top/user/shim/libkpprof-crosscheck.so}")
+lib=$(realpath "${1:-$top/build/user/shim/libkpprof-crosscheck.so}")
 
 tap_plan 2
 shim_test_config 1 1 1 >"$tmp/cfg" || { tap_fail "config file"; tap_done; }

@@ -11,7 +11,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
 d=$top/selftests/shim
-lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
+lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 tmp=$(mktemp -d /tmp/shim-safety-vm.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -66,7 +66,7 @@ done
 
 # The collector names the process that went quiet, on stderr and in the
 # profiles' comments (read back by an independent reader).
-kp=$top/user/kpprof/kpprof
+kp=$top/build/user/kpprof/kpprof
 if [ -x "$kp" ]; then
 	mkdir -p "$tmp/rec"
 	KPPROF_SHIM=$lib "$kp" record -o "$tmp/rec" --mem-rate 4096 -- \
@@ -79,7 +79,7 @@ if [ -x "$kp" ]; then
 		tap_ok "rec: heap profile passes go tool pprof -raw" ||
 		tap_fail "rec: heap profile passes go tool pprof -raw"
 else
-	tap_skip "rec: collector reports the seccomp stop" "user/kpprof/kpprof not built"
+	tap_skip "rec: collector reports the seccomp stop" "build/user/kpprof/kpprof not built"
 fi
 
 run exec --mem-rate 1 -- "$d/safety_workload" exec

@@ -21,7 +21,7 @@
 # usage: selftests/shim/semantics_host_test.sh [SHIM.so]
 set -u
 shim_defaults= . "$(dirname "$0")/lib.sh"
-lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
+lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 full=$d/libsem_fullring.so
 chmod 755 "$tmp"
 

@@ -116,7 +116,7 @@ for lib in "$@"; do
 done
 
 # The rule cache against libgcc, on the test build that compares them.
-xc=$top/user/shim/libkpprof-crosscheck.so
+xc=$top/build/user/shim/libkpprof-crosscheck.so
 py='import json, threading, sqlite3
 d = [{"k": i, "v": [str(j) for j in range(5)]} for i in range(2000)]
 json.loads(json.dumps(d))

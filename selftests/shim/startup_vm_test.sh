@@ -17,8 +17,8 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
 d=$top/selftests/shim
-lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
-K=$top/user/kpprof/kpprof
+lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
+K=$top/build/user/kpprof/kpprof
 tmp=$(mktemp -d /tmp/shim-startup-vm.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export HOME=$tmp GOCACHE=$tmp/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$tmp

@@ -22,7 +22,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
 d=$top/selftests/shim
-lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
+lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 secs=${2:-90}
 tmp=$(mktemp -d /tmp/shim-torture-vm.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

@@ -12,12 +12,12 @@
 # the right kinds, counts, pids, stacks whose leaf is the calling function
 # (SITE ranges the workload prints), frees matching allocations, and the
 # module's statistics (nothing rejected).
-# usage: selftests/shim/vm_test.sh [SHIM.so]   (default user/shim/libkpprof.so)
+# usage: selftests/shim/vm_test.sh [SHIM.so]   (default build/user/shim/libkpprof.so)
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
 d=$top/selftests/shim
-lib=$(realpath "${1:-$top/user/shim/libkpprof.so}")
+lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 tmp=$(mktemp -d /tmp/shim-vm.XXXXXX)
 # KPPROF_SHIM_KEEP=DIR keeps the dumps there for inspection.
 trap 'if [ -n "${KPPROF_SHIM_KEEP:-}" ]; then mkdir -p "$KPPROF_SHIM_KEEP"; cp "$tmp"/* "$KPPROF_SHIM_KEEP"/; fi; rm -rf "$tmp"' EXIT
