@@ -9,7 +9,7 @@ top=$(pwd)
 . "$top/selftests/lib/tap.sh"
 . "$top/selftests/lib/wait.sh"
 K=${KPPROF:-$top/build/user/kpprof/kpprof}
-W=$top/selftests/collector/workloads
+W=$top/build/selftests/collector/workloads
 S=$top/build/user/shim/libkpprof.so
 out=$(mktemp -d /tmp/kpprof-collect.XXXXXX)
 export HOME=$out GOCACHE=$out/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$out

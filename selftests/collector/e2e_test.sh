@@ -11,7 +11,7 @@ set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
 K=${KPPROF:-$top/build/user/kpprof/kpprof}
-W=$top/selftests/collector/workloads
+W=$top/build/selftests/collector/workloads
 out=$(mktemp -d /tmp/kpprof-e2e.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 export HOME=$out GOCACHE=$out/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$out

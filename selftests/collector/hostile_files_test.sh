@@ -19,7 +19,7 @@ set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
 K=${KPPROF:-$top/build/user/kpprof/kpprof}
-W=$top/selftests/collector/workloads
+W=$top/build/selftests/collector/workloads
 tap_plan
 if ! command -v strace >/dev/null || [ "$(id -u)" != 0 ]; then
 	tap_skip "hostile producers" "needs root and strace"
@@ -44,7 +44,7 @@ trap cleanup EXIT
 # --- the producer's files, all its own ---
 ev=$out/evil
 mkdir "$ev"
-lib=$top/selftests/collector/libcxx_demo.so
+lib=$top/build/selftests/collector/libcxx_demo.so
 # A .gnu_debuglink section naming $2, CRC $3 (4 little-endian bytes, octal).
 debuglink() {
 	local n=$((${#2} + 1))

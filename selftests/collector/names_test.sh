@@ -22,7 +22,7 @@ top=$(pwd)
 . "$top/selftests/lib/tap.sh"
 K=${KPPROF:-$top/build/user/kpprof/kpprof}
 SHIM=$top/build/user/shim/libkpprof.so
-N=$top/selftests/collector/names
+N=$top/build/selftests/collector/names
 out=$(mktemp -d /tmp/kpprof-names.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 export HOME=$out GOCACHE=$out/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$out

@@ -12,7 +12,7 @@ top=$(pwd)
 . "$top/selftests/lib/tap.sh"
 K=${KPPROF:-$top/build/user/kpprof/kpprof}
 SHIM=$top/build/user/shim/libkpprof.so
-W=$top/selftests/collector/workloads
+W=$top/build/selftests/collector/workloads
 A=4101 B=4102
 UA="setpriv --reuid=$A --regid=$A --clear-groups"
 UB="setpriv --reuid=$B --regid=$B --clear-groups"

@@ -82,7 +82,7 @@ got=$(pids_in "$out/b.pb.gz")
 # presents no client certificate; the standalone pprof driver (built by the
 # Makefile from the copy Go vendors) honours them.  `go tool pprof` reads
 # what curl fetched (above).
-P=$top/selftests/collector/upstream-pprof/pprof
+P=$top/build/selftests/collector/upstream-pprof/pprof
 if [ -x "$P" ]; then
 	t=$("$P" -symbolize=none -raw -tls_cert "$c/good.pem" -tls_key "$c/good.key" -tls_ca "$c/ca.pem" \
 		"${turl}heap" 2>&1)

@@ -33,8 +33,8 @@ __attribute__((noinline)) int symbolize_me(int n)
 
 static const char *lib_path(void)
 {
-	return access("selftests/collector/libcxx_demo.so", R_OK) == 0 ?
-	       "selftests/collector/libcxx_demo.so" : "./libcxx_demo.so";
+	return access("build/selftests/collector/libcxx_demo.so", R_OK) == 0 ?
+	       "build/selftests/collector/libcxx_demo.so" : "./libcxx_demo.so";
 }
 
 FIXTURE(sym) {
@@ -263,8 +263,8 @@ static void stop_sites(struct child *c)
 
 static const char *names_dir(void)
 {
-	return access("selftests/collector/names", X_OK) == 0 ?
-	       "selftests/collector/names" : "names";
+	return access("build/selftests/collector/names", X_OK) == 0 ?
+	       "build/selftests/collector/names" : "names";
 }
 
 /*

@@ -31,7 +31,7 @@ tap_plan
 drops() { $K stat 2>/dev/null | awk '/^dropped (ring_full|disabled|share)/ { printf "%s ", $3 }'; }
 d0=$(drops)
 if ! $K record -o "$out/p" --mem-rate $rate -- \
-	"$top/selftests/collector/workloads/three_sizes" >"$out/truth" 2>"$out/log"; then
+	"$top/build/selftests/collector/workloads/three_sizes" >"$out/truth" 2>"$out/log"; then
 	tap_diag "$(cat "$out/log")"
 	tap_fail "three_sizes: kpprof record failed"
 	tap_done

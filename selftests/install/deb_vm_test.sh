@@ -138,7 +138,7 @@ for _ in $(seq 100); do grep -q serving "$o/serve.out" && break; sleep 0.1; done
 grep -q 'serving http://127.0.0.1:6061' "$o/serve.out" && tap_ok "the unit's command serves on 127.0.0.1:6061: $cmd" ||
 	tap_fail "collector" "$(cat "$o/serve.out")"
 # A program that knows nothing of kpprof (no LD_PRELOAD).
-in_root "env -u LD_PRELOAD selftests/install/wl_heap 64 0"
+in_root "env -u LD_PRELOAD build/selftests/install/wl_heap 64 0"
 step "scrape with go tool pprof" "go tool pprof -top http://127.0.0.1:6061/debug/pprof/heap > /tmp/top.txt && grep -q install_wl_leaf /tmp/top.txt"
 step "scrape with curl" "curl -s 'http://127.0.0.1:6061/debug/pprof/heap?debug=1' | head | grep -q '^heap profile: '"
 step "disable system-wide capture" "kpprof disable"

@@ -54,7 +54,7 @@ unit=$prefix/lib/systemd/system/kpprof.service
 # The programs: one binary under four names, and a real one (python3).
 mkdir -p "$wl"
 for n in wl_profiled wl_excl_comm wl_excl_path wl_disabled wl_after; do
-	cp "$top/selftests/install/wl_heap" "$wl/$n"
+	cp "$top/build/selftests/install/wl_heap" "$wl/$n"
 done
 cat >>/etc/kpprof/exclude <<EOT
 wl_excl_comm

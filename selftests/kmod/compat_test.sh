@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/tap.sh"
 
 tap_plan 4
-"$here/compat32_writer"
+"$here/../../build/selftests/kmod/compat32_writer"
 rc=$?
 if [ $rc -eq 126 ]; then
 	# ENOEXEC: a kernel without IA32 emulation (the debug kernel's

@@ -103,7 +103,7 @@ EOF
 		continue
 	fi
 	KPPROF_KO=$top/$dir/kpprof.ko scripts/vm-run --timeout 300 -- \
-		"selftests/kmod/$test" >"$dir/run.log" 2>&1
+		"build/selftests/kmod/$test" >"$dir/run.log" 2>&1
 	rc=$?
 	failed=$(grep -c '^not ok' "$dir/run.log")
 	if [ "$rc" -ne 0 ] && [ "$failed" -gt 0 ]; then

@@ -16,7 +16,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
-d=$top/selftests/shim
+d=$top/build/selftests/shim
 lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 tmp=$(mktemp -d /tmp/shim-alloc.XXXXXX)
 trap 'if [ -n "${KPPROF_SHIM_KEEP:-}" ]; then mkdir -p "$KPPROF_SHIM_KEEP"; cp "$tmp"/* "$KPPROF_SHIM_KEEP"/; fi; rm -rf "$tmp"' EXIT

@@ -51,7 +51,7 @@
 #   within run-test-list's time limit under qemu)
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-d=$top/selftests/shim
+d=$top/build/selftests/shim
 lib=${KPPROF_BENCH_SHIM:-$top/build/user/shim/libkpprof.so}
 w=$d/shim_workload
 tmp=$(mktemp -d /tmp/shim-bench.XXXXXX)

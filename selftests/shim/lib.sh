@@ -4,19 +4,20 @@
 #
 #   [shim_defaults="LIB..."] . "$(dirname "$0")/lib.sh"
 #
-# sets top (the tree), d (this directory), tmp (a fresh directory
+# sets top (the tree), d (where this directory's programs are built:
+# build/selftests/shim), tmp (a fresh directory
 # /tmp/shim-NAME.XXXXXX, NAME the test's name, removed at exit), sources
 # selftests/lib/tap.sh and test_config.sh (shim_test_config), and, when the
 # test got no arguments, makes its positional parameters the shim builds
 # named in shim_defaults (default: libkpprof.so libkpprof-ubsan.so; empty:
-# none), each under user/shim/.
+# none), each under build/user/shim/.
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-d=$top/selftests/shim
+d=$top/build/selftests/shim
 . "$top/selftests/lib/tap.sh"
-. "$d/test_config.sh"
+. "$top/selftests/shim/test_config.sh"
 if [ $# = 0 ]; then
 	for _l in ${shim_defaults-libkpprof.so libkpprof-ubsan.so}; do
-		set -- "$@" "$top/user/shim/$_l"
+		set -- "$@" "$top/build/user/shim/$_l"
 	done
 	unset _l
 fi

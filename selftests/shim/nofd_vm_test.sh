@@ -10,7 +10,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
-d=$top/selftests/shim
+d=$top/build/selftests/shim
 lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 tmp=$(mktemp -d /tmp/shim-nofd.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

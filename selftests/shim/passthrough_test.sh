@@ -9,7 +9,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
-d=$top/selftests/shim
+d=$top/build/selftests/shim
 [ $# -gt 0 ] || set -- "$top/build/user/shim/libkpprof.so" "$top/build/user/shim/libkpprof-ubsan.so"
 
 tap_plan

@@ -10,7 +10,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
-d=$top/selftests/shim
+d=$top/build/selftests/shim
 records=0
 if [ "${1:-}" = --records ]; then
 	records=1

@@ -16,7 +16,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
-d=$top/selftests/shim
+d=$top/build/selftests/shim
 lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 K=$top/build/user/kpprof/kpprof
 tmp=$(mktemp -d /tmp/shim-startup-vm.XXXXXX)

@@ -21,7 +21,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
-d=$top/selftests/shim
+d=$top/build/selftests/shim
 lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 secs=${2:-90}
 tmp=$(mktemp -d /tmp/shim-torture-vm.XXXXXX)

@@ -2,10 +2,12 @@
 /* kpp_dev: /dev/kpprof wrappers for the selftests (see kpp_dev.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,24 +78,34 @@ const char *dev__module_path(void)
 {
 	static char path[4096];
 	const char *p = getenv("KPPROF_KO");
+	struct utsname u;
+	size_t len;
 	ssize_t n;
 	int up;
 
 	if (p && *p)
 		return p;
-	/* <repo>/selftests/kmod/<program> -> <repo>/kpprof.ko */
-	n = readlink("/proc/self/exe", path, sizeof(path) - 16);
+	/*
+	 * <repo>/build/selftests/kmod/<program> ->
+	 * <repo>/build/module/<running release>/kpprof.ko
+	 */
+	if (uname(&u))
+		return "kpprof.ko";
+	n = readlink("/proc/self/exe", path, sizeof(path) - 1);
 	if (n <= 0)
-		return "./kpprof.ko";
+		return "kpprof.ko";
 	path[n] = '\0';
 	for (up = 0; up < 3; up++) {
 		char *slash = strrchr(path, '/');
 
 		if (!slash)
-			return "./kpprof.ko";
+			return "kpprof.ko";
 		*slash = '\0';
 	}
-	strcat(path, "/kpprof.ko");
+	len = strlen(path);
+	if ((size_t)snprintf(path + len, sizeof(path) - len, "/module/%s/kpprof.ko",
+			     u.release) >= sizeof(path) - len)
+		return "kpprof.ko";
 	return path;
 }
 

@@ -38,8 +38,9 @@ int dev__write(int fd, const void *rec, size_t len);
 void dev__test_config(struct kpprof_config *cfg);
 
 /*
- * dev__module_path - the kpprof.ko to insmod: $KPPROF_KO, else the one at
- * the root of the repository this program was built in.
+ * dev__module_path - the kpprof.ko to insmod: $KPPROF_KO, else the one
+ * 'make module' built for the running kernel in the build/ tree this
+ * program was built in (build/module/<release>/kpprof.ko).
  */
 const char *dev__module_path(void);
 /* dev__module_load - finit_module(2) of dev__module_path() with @params; 0 or -errno */
