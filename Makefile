@@ -112,7 +112,7 @@ style:
 # In a tree of its own: C=2 checks every file, and its objects are not
 # those of 'make module'.
 sparse:
-	@$(MAKE) --no-print-directory module-in MODULE_DIR=build/module/sparse \
+	@$(MAKE) --no-print-directory module-in MODULE_DIR=build/module-sparse \
 		MODULE_KDIR=$(KERNELDIR) MODULE_FLAGS="C=2 W=1"
 
 # Everything the build writes is under build/ (tests: selftests/vm/outputs_test.sh).
