@@ -52,7 +52,9 @@ module-debug:
 
 # build/module/<release>/kpprof.ko for each kernel of the matrix (the default
 # one too), so builds for different kernels never overwrite each other.
-module-matrix:
+# After 'module', whose tree is the default kernel's: under make -j the two
+# would otherwise build the same tree at once.
+module-matrix: module
 	@set -e; for r in $$(scripts/kernels); do \
 		$(MAKE) --no-print-directory module-in MODULE_DIR=build/module/$$r \
 			MODULE_KDIR=/lib/modules/$$r/build; \
