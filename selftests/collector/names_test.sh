@@ -121,7 +121,7 @@ if run o2 "$N/sites-o2" 20000; then
 	else
 		tap_fail "-O2: no inlined make_node at $(basename "$line")"
 	fi
-	l=$(pp -sample_index=inuse_space -list 'fill_sites' -source_path "$N" "$out/o2/heap.pb.gz")
+	l=$(pp -sample_index=inuse_space -list 'fill_sites' -source_path "$top/selftests/collector/names" "$out/o2/heap.pb.gz")
 	if grep -q 'make_node(1024)' <<<"$l"; then
 		tap_ok "-O2: pprof -list fill_sites shows the source"
 	else
