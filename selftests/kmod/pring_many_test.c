@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * pring_many_test: every record accounted with many producers on many
- * CPUs (run with 8: vm.list's "cpus=8" line).  Eight producer processes,
+ * CPUs (vm-cpus8.list boots 8 vCPUs for it; vm.list runs it on 2).  Eight producer processes,
  * one per CPU, of two uids: six write through their producer rings, two
  * (one per uid) through KPPROF_IOC_SUBMIT, while one consumer ends cycles
  * and, once each producer has written HOLD records, reads.  Until then
