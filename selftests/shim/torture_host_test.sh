@@ -25,6 +25,8 @@
 #   child would have trapped); NOTE SECCOMP = libc children;
 #   FREE of 4241 and 4242 bytes = their ALLOCs; the main process's markers
 #   (4243 bytes, counted by torture): ALLOC = FREE = that count.
+# selftests/shim/torture_mutants.sh (by hand) shows that this test fails
+# against shims that drop, corrupt or hang.
 # Stacks with the default unwinder (libgcc's, lock-free through
 # _dl_find_object, on a private stack).
 # usage: selftests/shim/torture_host_test.sh [SHIM.so...]
