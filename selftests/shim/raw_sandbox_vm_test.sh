@@ -4,11 +4,12 @@
 # loaded): a program that samples at rate 1 (its producer ring is mapped),
 # then installs a seccomp filter with its own syscall instruction, which
 # the shim cannot see, trapping open, openat, close, ioctl and file mmap
-# (raw_sandbox.c); then allocates and contends at rate 1, and forks a
-# child that does the same.  Once a process's ring is mapped, the shim
-# makes none of those syscalls on a sampling path (no kick: the module
-# drains a ring with a backlog sooner by itself; a fork child maps its own
-# ring in the atfork handler).  Asserts: parent and child exit 0 (no
+# (raw_sandbox.c), then allocates and contends at rate 1; its fork child,
+# forked after the parent's first sample, does the same (the zygote
+# pattern: fork, sandbox, then allocate).  Once a process's ring is mapped,
+# the shim makes none of those syscalls on a sampling path (no kick: the
+# module drains a ring with a backlog sooner by itself), and a fork child
+# of a parent with a ring maps its own in the atfork handler.  Asserts: parent and child exit 0 (no
 # SIGSYS), and shim_reader got ALLOC records of the post-filter size
 # (4093 bytes) from both pids.
 # usage: selftests/shim/raw_sandbox_vm_test.sh [SHIM.so [SECS]]
