@@ -342,8 +342,9 @@ int kpp_pring_submit(const void *rec, size_t size) KPP_HIDDEN;
  * thread is inside kpp_emit() (called by kpp_emit()) */
 void kpp_pring_close_fd_when_alone(void) KPP_HIDDEN;
 bool kpp_pring_mapped(void) KPP_HIDDEN;
-/* a new child: no ring here */
-void kpp_pring_forget(void) KPP_HIDDEN;
+/* a new child: the parent's ring is not here; maps the child's own if the
+ * parent had one (async-signal-safe); true if the child has a ring */
+bool kpp_pring_fork_child(void) KPP_HIDDEN;
 /* test mode: drain the emulated ring into the sink now (exec, exit) */
 void kpp_pring_flush(void) KPP_HIDDEN;
 void kpp_emit_comm(__u32 reason) KPP_HIDDEN;
