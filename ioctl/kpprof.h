@@ -159,8 +159,10 @@
  *
  * The drain (in the consumer's context: its poll(2), KPPROF_IOC_DRAIN, the
  * cycle work, a work item every drain_period_ms while a consumer is
- * attached; and at the last close of the file, with or without consumer,
- * so a process's last records survive its exit) reads each ring in ring
+ * attached, every jiffy while it finds a ring at least a quarter full;
+ * and at the last close of the file, with or without consumer, so a
+ * process's last records survive its exit; a producer has no way to ask
+ * for one, and needs no syscall once its ring is mapped) reads each ring in ring
  * order up to the first entry not committed, copies each record into
  * kernel memory and validates it exactly as SUBMIT does: a malformed
  * record is skipped and counted (kpprof_rec_lost.invalid).  The header and

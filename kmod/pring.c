@@ -42,6 +42,11 @@
  * a backlog delays nobody else's records; a record the consumer's ring
  * refuses stays in its producer's ring (for a full consumer ring the
  * drain stops; for a uid over its share, only that ring is skipped).
+ *
+ * Cadence: a producer cannot ask for a drain (a sandbox the shim cannot
+ * see may forbid any syscall once its ring is mapped), so the periodic
+ * drain watches the rings: every drain_period_ms, or after one jiffy while
+ * a ring was found at least a quarter full or the passes ran out.
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>

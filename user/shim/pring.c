@@ -154,6 +154,8 @@ static int setup(void)
 		return -1;
 	}
 	pr.mask = pr.size - 1;
+	/* the private stacks a sample will want, while syscalls are known safe */
+	kpp_stackpool_premap();
 	atomic_store(&pr_state, PR_MAPPED);
 	if (!kpp.test_sink)
 		atomic_store(&fd_close_pending, 1);

@@ -311,6 +311,8 @@ void kpp_stackpool_fork_child(struct kpp_thread *t) KPP_HIDDEN;
 void kpp_stackpool_abandon(struct kpp_thread *t) KPP_HIDDEN;
 void kpp_stackpool_orphan(struct kpp_thread *t) KPP_HIDDEN;
 void kpp_stackpool_init(void) KPP_HIDDEN;
+/* map the first few private stacks now (when the ring is mapped) */
+void kpp_stackpool_premap(void) KPP_HIDDEN;
 /* The unwind-rule cache of the thread's private stack, NULL outside one. */
 #define KPP_UNWIND_CACHE_BYTES	(16 << 10)
 void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
