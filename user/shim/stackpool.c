@@ -12,7 +12,8 @@
  * process's producer ring is mapped (kpp_stackpool_premap()): a program
  * that sandboxes itself after its first sample (a filter the shim cannot
  * see) then meets no mmap of ours unless more than KPP_STACKS_EARLY of its
- * threads sample at the same instant.  RLIMIT_AS is read once, at start.  A slot is claimed with a compare-and-swap on one
+ * threads sample at the same instant.  RLIMIT_AS is read once, at the
+ * process's first sample (not at start: a syscall every process would pay).  A slot is claimed with a compare-and-swap on one
  * bitmap word, lowest free bit first; nobody ever waits for a slot: with
  * all of them taken (64 threads sampling at the same instant) the sample
  * is skipped and counted (kpp_stackpool_busy).  A thread holds at most one
@@ -51,7 +52,7 @@ static void *_Atomic stacks[KPP_STACKS];	/* low end of the guard page */
 static _Atomic size_t stack_sizes[KPP_STACKS];	/* its stack's size */
 /* Each slot's mapping: guard page, stack, the unwind-rule cache above. */
 static _Atomic uint64_t busy, map_failed;
-static size_t stack_size = KPP_STACK_SIZE;	/* set at start: RLIMIT_AS */
+static _Atomic size_t stack_size;	/* 0 until the first sample reads RLIMIT_AS */
 
 /* kpp_switch_call - switch.S */
 void kpp_switch_call(void *arg, void (*fn)(void *, uintptr_t), void *top) KPP_HIDDEN;
@@ -92,8 +93,16 @@ static void *slot_stack(int i)
 	/* Only the claimant of slot i gets here: no race on stacks[i].
 	 * Once per slot and process: the mapping, no huge pages (with THP
 	 * "always" a handler's first touch would fault in 2 MiB). */
-	size_t size = stack_size, map;
+	size_t size = atomic_load_explicit(&stack_size, memory_order_relaxed), map;
 
+	if (!size) {
+		struct rlimit as;
+
+		size = KPP_STACK_SIZE;
+		if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY)
+			size = KPP_STACK_SMALL;
+		atomic_store_explicit(&stack_size, size, memory_order_relaxed);
+	}
 	map = KPP_GUARD_SIZE + size + KPP_UNWIND_CACHE_BYTES;
 	s = mmap(NULL, map, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
@@ -137,10 +146,6 @@ static void orphan_exit(void *slot)
 
 void kpp_stackpool_init(void)
 {
-	struct rlimit as;
-
-	if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY)
-		stack_size = KPP_STACK_SMALL;
 	orphan_key_ok = !pthread_key_create(&orphan_key, orphan_exit);
 }
 
