@@ -244,6 +244,37 @@ void kpp_pring_close_fd_when_alone(void)
 		close(fd);
 }
 
+/*
+ * kpp_pring_wait_room - wait up to @max_ns for room for a record of @len
+ * bytes, sleeping 1 ms at a time (the module drains a ring by itself:
+ * every drain_period_ms, or every jiffy while it is filling).  Only where
+ * syscalls are known safe and the record matters (seccomp.c's NOTE, the
+ * last record before a filter).  True if there is room or no ring.
+ */
+bool kpp_pring_wait_room(size_t len, uint64_t max_ns)
+{
+	uint64_t total = (sizeof(struct kpprof_ring_hdr) + len + 7) & ~7ULL, t0 = 0;
+	struct timespec ms = { .tv_nsec = 1000000 };
+
+	if (!kpp_pring_mapped())
+		return true;
+	for (;;) {
+		uint64_t h = __atomic_load_n(&pr.hdr->head, __ATOMIC_ACQUIRE);
+		uint64_t t = __atomic_load_n(&pr.hdr->tail, __ATOMIC_ACQUIRE);
+
+		if (h + total - t <= pr.size)
+			return true;
+		if (!t0)
+			t0 = kpp_now_ns();
+		else if (kpp_now_ns() - t0 > max_ns)
+			return false;
+		if (kpp.test_sink)
+			test_drain();
+		else
+			nanosleep(&ms, NULL);
+	}
+}
+
 bool kpp_pring_mapped(void)
 {
 	return atomic_load_explicit(&pr_state, memory_order_acquire) == PR_MAPPED;
