@@ -28,7 +28,6 @@
  *                                      only one file at a time (EBUSY)
  *   KPPROF_IOC_CONSUMER_DETACH         the attached consumer file only
  *   KPPROF_IOC_DRAIN                   CAP_PERFMON or CAP_SYS_ADMIN
- *   KPPROF_IOC_KICK (own rings only)   a file that may submit
  *   mmap consumer page / ring, poll    the attached consumer file only
  *
  * Producer permission is decided once, when the file is opened, from the
@@ -160,8 +159,10 @@
  *
  * The drain (in the consumer's context: its poll(2), KPPROF_IOC_DRAIN, the
  * cycle work, a work item every drain_period_ms while a consumer is
- * attached; and at the last close of the file, with or without consumer,
- * so a process's last records survive its exit) reads each ring in ring
+ * attached, every jiffy while it finds a ring at least a quarter full;
+ * and at the last close of the file, with or without consumer, so a
+ * process's last records survive its exit; a producer has no way to ask
+ * for one, and needs no syscall once its ring is mapped) reads each ring in ring
  * order up to the first entry not committed, copies each record into
  * kernel memory and validates it exactly as SUBMIT does: a malformed
  * record is skipped and counted (kpprof_rec_lost.invalid).  The header and
@@ -524,14 +525,11 @@ struct kpprof_format_arg {
  */
 #define KPPROF_IOC_DRAIN	_IO(KPPROF_IOC_MAGIC, 0x09)
 /*
- * A producer's kick: drains the calling process's own producer rings now
- * (those its mm mapped; at most pring_size bytes of records each) into the
- * consumer's ring, on a file that may submit (as SUBMIT: EBADF, EPERM);
- * no argument.  A producer whose ring passes half full may kick once per
- * drain it saw (its tail moved), so a burst never waits for the periodic
- * drain: one syscall per hundreds of records.
+ * Number 0x0a is not used: a producer has no ioctl to ask for a drain.  A
+ * producer in a sandbox (a seccomp filter it installed itself, unseen by
+ * the shim) must make no syscall once its ring is mapped; the module
+ * drains rings with a backlog sooner by itself ("The producer ring").
  */
-#define KPPROF_IOC_KICK		_IO(KPPROF_IOC_MAGIC, 0x0a)
 
 /* ------------------------------------------------------------ ring */
 

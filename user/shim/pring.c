@@ -15,14 +15,24 @@
  * band; the caller sees ENOBUFS, as from SUBMIT, so held frees (emit.c)
  * keep working with "ring full" as the refusal.
  *
- * The kernel drains the ring in the consumer's context and at the file's
- * last close (process exit); a ring past half full kicks it (kick()): one
- * open, ioctl and close per half ring of records at most.  The mapping is VM_DONTCOPY: a fork child has
- * no ring (new_process() forgets ours) and maps its own at its first
- * sample.  If the ring cannot be had (an ABI 2 module cannot be here: the
- * ABI check passed; the global cap on ring memory, ENOMEM), records keep
- * going through KPPROF_IOC_SUBMIT on the start-up descriptor, counted in
- * kpp.pring_fallback.
+ * Once the ring is mapped, writing a record makes no syscall at all: a
+ * program may install a seccomp filter the shim cannot see (its own
+ * `syscall` instruction, as Chromium's and Firefox's sandboxes do) that
+ * kills it at any open or ioctl.  So nothing asks the module for a drain:
+ * the kernel drains the ring in the consumer's context (its poll, the
+ * cycle work), periodically (every drain_period_ms, every jiffy while a
+ * ring is found a quarter full) and at the file's last close (process
+ * exit).  A burst larger than the ring between two drains is lost,
+ * counted in lost[].
+ *
+ * The mapping is VM_DONTCOPY: a fork child has no ring.  If its parent
+ * had one, the child maps its own in the atfork handler
+ * (kpp_pring_fork_child(), from new_process()), before the program can
+ * sandbox it; a child of a parent without a ring maps one at its first
+ * sample, as any process.  If the ring cannot be had (an ABI 2 module
+ * cannot be here: the ABI check passed; the global cap on ring memory,
+ * ENOMEM), records keep going through KPPROF_IOC_SUBMIT on the start-up
+ * descriptor, counted in kpp.pring_fallback.
  *
  * Test mode (KPPROF_TEST_CONFIG) with KPPROF_TEST_RING=1: the same ring,
  * anonymous (a memfd mapped as the module maps it: header page, data twice,
@@ -60,30 +70,6 @@ static _Atomic int pr_state KPP_START_DATA;	/* every record reads it */
 static _Atomic int fd_close_pending KPP_START_DATA;	/* every record reads it */
 static _Atomic int test_draining;
 static _Atomic uint64_t test_last_drain;
-static _Atomic uint64_t kicked_tail = UINT64_MAX;
-
-/*
- * kick - the ring is half full: ask the module to drain it now
- * (KPPROF_IOC_KICK on a descriptor opened for the purpose and closed at
- * once) rather than lose a burst waiting for the periodic drain.  Once per
- * tail position: while the drain cannot move the tail (the consumer's ring
- * is full) nobody kicks again, so a stuck consumer never turns the ring
- * back into a syscall per record.
- */
-static bool kick(uint64_t tail)
-{
-	uint64_t k = atomic_load_explicit(&kicked_tail, memory_order_relaxed);
-	int fd, r;
-
-	if (k == tail || !atomic_compare_exchange_strong(&kicked_tail, &k, tail))
-		return false;
-	fd = open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	r = ioctl(fd, KPPROF_IOC_KICK);
-	close(fd);
-	return r == 0;
-}
 
 static int map_device(void)
 {
@@ -144,7 +130,10 @@ static int map_test(void)
 	return 0;
 }
 
-/* setup - the first thread to get here maps the ring; 0 when mapped */
+/*
+ * setup - the first thread to get here maps the ring; 0 when mapped.
+ * Async-signal-safe (kpp_pring_fork_child() runs in an atfork handler).
+ */
 static int setup(void)
 {
 	int st = PR_NONE, err;
@@ -165,6 +154,8 @@ static int setup(void)
 		return -1;
 	}
 	pr.mask = pr.size - 1;
+	/* the private stacks a sample will want, while syscalls are known safe */
+	kpp_stackpool_premap();
 	atomic_store(&pr_state, PR_MAPPED);
 	if (!kpp.test_sink)
 		atomic_store(&fd_close_pending, 1);
@@ -180,18 +171,12 @@ static int ring_write(const void *rec, size_t len)
 	unsigned int kind = ((const struct kpprof_record *)rec)->kind;
 	struct kpprof_pring_hdr *hdr = pr.hdr;
 	struct kpprof_ring_hdr *e;
-	bool kicked = false;
 
 	h = __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE);
 	for (;;) {
 		t = __atomic_load_n(&hdr->tail, __ATOMIC_ACQUIRE);
 		if (h + total - t > pr.size) {
-			/* full: one kick (if the last one moved the tail), one retry */
-			if (!kpp.test_sink && !kicked && kick(t)) {
-				kicked = true;
-				h = __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE);
-				continue;
-			}
+			/* full: dropped, counted; no syscall to ask for a drain */
 			__atomic_fetch_add(&hdr->lost[kind < KPPROF_LOST_KINDS ? kind : 0], 1,
 					   __ATOMIC_RELAXED);
 			if (kpp.test_sink)
@@ -209,8 +194,6 @@ static int ring_write(const void *rec, size_t len)
 	memset((unsigned char *)(e + 1) + len, 0, total - sizeof(*e) - len);
 	/* commit: the record's bytes before the length (the drain's acquire) */
 	__atomic_store_n(&e->len, (__u32)len, __ATOMIC_RELEASE);
-	if (!kpp.test_sink && 4 * (h + total - t) >= pr.size)
-		kick(t);
 	if (kpp.test_sink) {
 		struct timespec ts;
 		uint64_t now;
@@ -261,22 +244,60 @@ void kpp_pring_close_fd_when_alone(void)
 		close(fd);
 }
 
+/*
+ * kpp_pring_wait_room - wait up to @max_ns for room for a record of @len
+ * bytes, sleeping 1 ms at a time (the module drains a ring by itself:
+ * every drain_period_ms, or every jiffy while it is filling).  Only where
+ * syscalls are known safe and the record matters (seccomp.c's NOTE, the
+ * last record before a filter).  True if there is room or no ring.
+ */
+bool kpp_pring_wait_room(size_t len, uint64_t max_ns)
+{
+	uint64_t total = (sizeof(struct kpprof_ring_hdr) + len + 7) & ~7ULL, t0 = 0;
+	struct timespec ms = { .tv_nsec = 1000000 };
+
+	if (!kpp_pring_mapped())
+		return true;
+	for (;;) {
+		uint64_t h = __atomic_load_n(&pr.hdr->head, __ATOMIC_ACQUIRE);
+		uint64_t t = __atomic_load_n(&pr.hdr->tail, __ATOMIC_ACQUIRE);
+
+		if (h + total - t <= pr.size)
+			return true;
+		if (!t0)
+			t0 = kpp_now_ns();
+		else if (kpp_now_ns() - t0 > max_ns)
+			return false;
+		if (kpp.test_sink)
+			test_drain();
+		else
+			nanosleep(&ms, NULL);
+	}
+}
+
 bool kpp_pring_mapped(void)
 {
 	return atomic_load_explicit(&pr_state, memory_order_acquire) == PR_MAPPED;
 }
 
 /*
- * kpp_pring_forget - in a new child: the ring is not mapped here
- * (VM_DONTCOPY, MADV_DONTFORK); the next sample maps the child's own.
+ * kpp_pring_fork_child - in a new child: the parent's ring is not mapped
+ * here (VM_DONTCOPY, MADV_DONTFORK).  If the parent had one, the child
+ * maps its own now (open, ioctl, mmap, close: async-signal-safe), so its
+ * sampling paths make no syscall even if it sandboxes itself before its
+ * first sample (the zygote pattern: fork, sandbox, then allocate).
+ * Otherwise, as in any process, its first sample maps one.
+ * Return: true if the child has a ring.
  */
-void kpp_pring_forget(void)
+bool kpp_pring_fork_child(void)
 {
+	bool had = atomic_load(&pr_state) == PR_MAPPED;
+
 	memset(&pr, 0, sizeof(pr));
 	atomic_store(&pr_state, PR_NONE);
 	atomic_store(&fd_close_pending, 0);
 	atomic_store(&test_draining, 0);
-	atomic_store(&kicked_tail, UINT64_MAX);
+	return had && !setup();
 }
 
 /*
