@@ -71,7 +71,26 @@ static _Atomic int fd_close_pending KPP_START_DATA;	/* every record reads it */
 static _Atomic int test_draining;
 static _Atomic uint64_t test_last_drain;
 
-static int map_device(void)
+/*
+ * map_at - mmap() at @hint if that range is free (a fork child's ring where
+ * its parent's was, see kpp_pring_fork_child()), else anywhere.
+ */
+static void *map_at(void *hint, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *m = MAP_FAILED;
+
+	if (hint)
+		m = mmap(hint, len, prot, flags | MAP_FIXED_NOREPLACE, fd, off);
+	if (m != MAP_FAILED && m != hint) {	/* a kernel that took it as a hint */
+		munmap(m, len);
+		m = MAP_FAILED;
+	}
+	if (m == MAP_FAILED)
+		m = mmap(NULL, len, prot, flags, fd, off);
+	return m;
+}
+
+static int map_device(void *hint)
 {
 	struct kpprof_info info;
 	void *m;
@@ -88,8 +107,8 @@ static int map_device(void)
 		errno = ENOTSUP;
 		return -1;
 	}
-	m = mmap(NULL, info.pring_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		 (off_t)(info.pring_pgoff * info.page_size));
+	m = map_at(hint, info.pring_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		   (off_t)(info.pring_pgoff * info.page_size));
 	close(fd);
 	if (m == MAP_FAILED)
 		return -1;
@@ -101,7 +120,7 @@ static int map_device(void)
 }
 
 /* map_test - the module's layout on a memfd: header page, data twice. */
-static int map_test(void)
+static int map_test(void *hint)
 {
 	const size_t page = 4096, size = TEST_RING_SIZE, len = page + 2 * size;
 	unsigned char *base;
@@ -110,7 +129,7 @@ static int map_test(void)
 	if (fd < 0)
 		return -1;
 	base = ftruncate(fd, (off_t)(page + size)) ? MAP_FAILED :
-	       mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	       map_at(hint, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (base != MAP_FAILED &&
 	    (mmap(base, page + size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 		  fd, 0) == MAP_FAILED ||
@@ -131,19 +150,20 @@ static int map_test(void)
 }
 
 /*
- * setup - the first thread to get here maps the ring; 0 when mapped.
- * Async-signal-safe (kpp_pring_fork_child() runs in an atfork handler).
+ * setup - the first thread to get here maps the ring (at @hint if free);
+ * 0 when mapped.  Async-signal-safe (kpp_pring_fork_child() runs in an
+ * atfork handler).
  */
-static int setup(void)
+static int setup(void *hint)
 {
 	int st = PR_NONE, err;
 
 	if (!atomic_compare_exchange_strong(&pr_state, &st, PR_SETUP))
 		return st == PR_MAPPED ? 0 : -1;
 	if (kpp.test_sink) {
-		err = kpp.test_ring ? map_test() : (errno = ENOTSUP, -1);
+		err = kpp.test_ring ? map_test(hint) : (errno = ENOTSUP, -1);
 	} else {
-		err = map_device();
+		err = map_device(hint);
 	}
 	if (err) {
 		if (!kpp.test_sink) {
@@ -225,7 +245,7 @@ int kpp_pring_submit(const void *rec, size_t len)
 	/* COMM records alone never make a ring: most processes never sample */
 	if (st != PR_NONE || ((const struct kpprof_record *)rec)->kind == KPPROF_REC_COMM)
 		return -1;
-	if (setup())
+	if (setup(NULL))
 		return -1;
 	return ring_write(rec, len);
 }
@@ -292,12 +312,20 @@ bool kpp_pring_mapped(void)
 bool kpp_pring_fork_child(void)
 {
 	bool had = atomic_load(&pr_state) == PR_MAPPED;
+	void *old = pr.hdr;
 
 	memset(&pr, 0, sizeof(pr));
 	atomic_store(&pr_state, PR_NONE);
 	atomic_store(&fd_close_pending, 0);
 	atomic_store(&test_draining, 0);
-	return had && !setup();
+	/*
+	 * Where the parent's ring was: a fork() from a signal handler that
+	 * interrupted this thread inside ring_write() resumes that write
+	 * when the handler returns, into the old addresses.  There it lands
+	 * in the child's own ring (at worst some of the child's records are
+	 * refused and counted by the drain), not on unmapped memory.
+	 */
+	return had && !setup(old);
 }
 
 /*
