@@ -28,6 +28,7 @@
  *                                      only one file at a time (EBUSY)
  *   KPPROF_IOC_CONSUMER_DETACH         the attached consumer file only
  *   KPPROF_IOC_DRAIN                   CAP_PERFMON or CAP_SYS_ADMIN
+ *   KPPROF_IOC_KICK (own rings only)   a file that may submit
  *   mmap consumer page / ring, poll    the attached consumer file only
  *
  * Producer permission is decided once, when the file is opened, from the
@@ -525,11 +526,14 @@ struct kpprof_format_arg {
  */
 #define KPPROF_IOC_DRAIN	_IO(KPPROF_IOC_MAGIC, 0x09)
 /*
- * Number 0x0a is not used: a producer has no ioctl to ask for a drain.  A
- * producer in a sandbox (a seccomp filter it installed itself, unseen by
- * the shim) must make no syscall once its ring is mapped; the module
- * drains rings with a backlog sooner by itself ("The producer ring").
+ * A producer's kick: drains the calling process's own producer rings now
+ * (those its mm mapped; at most pring_size bytes of records each) into the
+ * consumer's ring, on a file that may submit (as SUBMIT: EBADF, EPERM);
+ * no argument.  A producer whose ring passes half full may kick once per
+ * drain it saw (its tail moved), so a burst never waits for the periodic
+ * drain: one syscall per hundreds of records.
  */
+#define KPPROF_IOC_KICK		_IO(KPPROF_IOC_MAGIC, 0x0a)
 
 /* ------------------------------------------------------------ ring */
 

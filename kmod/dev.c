@@ -416,6 +416,13 @@ static long kpp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 			return -EPERM;
 		kpp_pring_drain_all();
 		return 0;
+	case KPPROF_IOC_KICK:
+		if (!(file->f_mode & FMODE_WRITE))
+			return -EBADF;
+		if (!((struct kpp_file *)file->private_data)->producer)
+			return -EPERM;
+		kpp_pring_kick();
+		return 0;
 	case KPPROF_IOC_CONSUMER_DETACH:
 		return kpp_ioctl_detach(file);
 	}

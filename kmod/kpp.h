@@ -168,8 +168,6 @@ struct kpp_stamp {
  *            refused (full, or the uid over its share).
  * @more:     the last drain stopped for its budget, committed records
  *            may remain.
- * @filling:  the last drain found it at least a quarter full: its
- *            producer writes faster than the drain period empties it.
  * @orphan:   its file is closed: no producer is left, the ring stays
  *            (on the list, counted in pring_total) only until drained.
  * @shared:   @mm came to be shared with another process: its records can
@@ -201,7 +199,6 @@ struct kpp_pring {
 	unsigned long task_size;
 	bool refused;
 	bool more;
-	bool filling;
 	bool orphan;
 	bool shared;
 };
@@ -260,8 +257,7 @@ struct kpp_config_state {
  * @drain_buf: the bounce buffer the drain copies each record into
  *             (KPP_RECORD_SIZE_MAX bytes), under @prings_lock.
  * @drain_period_ms: module parameter; @drain_work runs that often while
- *             @drain_on (a consumer is attached; under @consumer_lock),
- *             or every jiffy while a ring has a backlog.
+ *             @drain_on (a consumer is attached; under @consumer_lock).
  */
 struct kpp_dev {
 	struct kpp_ring ring;
@@ -339,7 +335,8 @@ void kpp_record_fill_comm(void *rec);
 int kpp_pring_mmap(struct kpp_file *kf, struct file *file,
 		   struct vm_area_struct *vma);
 void kpp_pring_release(struct kpp_file *kf);
-bool kpp_pring_drain_all(void);
+void kpp_pring_drain_all(void);
+void kpp_pring_kick(void);
 u64 kpp_pring_lost_total(void);
 int kpp_pring_init(u64 size, u64 total_max, u64 uid_max,
 		   unsigned int period_ms);

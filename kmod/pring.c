@@ -529,8 +529,6 @@ static int kpp_pring_drain_one(struct kpp_pring *p, int budget, bool *full)
 	p->more = false;
 	/* pairs with the producers' compare-and-swap of head */
 	head = smp_load_acquire(&p->hdr->head);
-	/* a bad head is caught below; it only makes the next drain sooner */
-	p->filling = 4 * (head - p->tail) >= p->size;
 	if (p->shared || (p->mm && kpp_pring_mm_shared(p->mm))) {
 		/* whoever wrote them, they cannot be stamped: counted resets */
 		p->shared = true;
@@ -578,6 +576,27 @@ out:
 	return n;
 }
 
+/**
+ * kpp_pring_kick - KPPROF_IOC_KICK: drain the caller's own rings, a ring's
+ * worth of records at most each (the walk is over every ring, under the
+ * mutex: a kick is rate-limited by its producer, once per drain it saw).
+ */
+void kpp_pring_kick(void)
+{
+	struct kpp_pring *p;
+	bool full = false;
+
+	mutex_lock(&kpp_dev.prings_lock);
+	list_for_each_entry(p, &kpp_dev.prings, node) {
+		if (p->mm != current->mm || p->orphan)
+			continue;
+		kpp_pring_drain_one(p, p->size / KPP_SMALL_RECORD_MAX, &full);
+		if (full)
+			break;
+	}
+	mutex_unlock(&kpp_dev.prings_lock);
+}
+
 /*
  * kpp_pring_settled - nothing more will come out of this orphan: empty,
  * or what is left was reserved and never committed by a producer that is
@@ -615,24 +634,17 @@ static void kpp_pring_unlink_free(struct kpp_pring *p)
  * gave their whole budget (@more), kept on a local list: one ring with a
  * backlog must not make every pass walk every idle ring (64 passes times
  * some 3,800 rings, under prings_lock).
- *
- * Return: true if a ring has a backlog: it was found at least a quarter
- * full (@filling: its producer writes a quarter ring per drain period), or
- * the passes ran out with records left, and the consumer's ring is not
- * full (then only the consumer's reading helps).  The periodic drain then
- * comes back after one jiffy rather than drain_period_ms.
  */
-bool kpp_pring_drain_all(void)
+void kpp_pring_drain_all(void)
 {
 	struct kpp_pring *p, *n;
 	LIST_HEAD(busy);
-	bool full = false, backlog = false;
+	bool full = false;
 	int pass;
 
 	mutex_lock(&kpp_dev.prings_lock);
 	list_for_each_entry_safe(p, n, &kpp_dev.prings, node) {
 		kpp_pring_drain_one(p, KPP_PRING_BUDGET, &full);
-		backlog |= p->filling;
 		if (p->more)
 			list_add_tail(&p->busy, &busy);
 		else if (p->orphan && kpp_pring_settled(p))
@@ -655,15 +667,12 @@ bool kpp_pring_drain_all(void)
 		}
 	}
 	/* what is left waits for the next drain */
-	list_for_each_entry_safe(p, n, &busy, busy) {
+	list_for_each_entry_safe(p, n, &busy, busy)
 		list_del(&p->busy);
-		backlog = true;
-	}
 	/* the next drain starts one ring further */
 	if (!list_empty(&kpp_dev.prings))
 		list_rotate_left(&kpp_dev.prings);
 	mutex_unlock(&kpp_dev.prings_lock);
-	return backlog && !full;
 }
 
 /**
@@ -694,22 +703,13 @@ void kpp_pring_release(struct kpp_file *kf)
 	mutex_unlock(&kpp_dev.prings_lock);
 }
 
-/*
- * kpp_pring_drain_fn - the periodic drain.  Producers never ask for a
- * drain (no syscall once their ring is mapped: a sandbox the shim cannot
- * see may forbid any), so the drain watches their rings itself: while one
- * has a backlog it runs again after one jiffy, otherwise every
- * drain_period_ms.
- */
 static void kpp_pring_drain_fn(struct work_struct *work)
 {
-	unsigned long delay = msecs_to_jiffies(kpp_dev.drain_period_ms);
-
-	if (kpp_pring_drain_all())
-		delay = 1;
+	kpp_pring_drain_all();
 	/* kpp_pring_drain_stop() cancels us synchronously */
 	if (READ_ONCE(kpp_dev.drain_on))
-		schedule_delayed_work(&kpp_dev.drain_work, delay);
+		schedule_delayed_work(&kpp_dev.drain_work,
+				      msecs_to_jiffies(kpp_dev.drain_period_ms));
 }
 
 /* kpp_pring_drain_start - a consumer attached (under consumer_lock) */

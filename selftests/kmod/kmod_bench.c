@@ -221,7 +221,7 @@ static void *producer_run(void *p)
 	if (pr->ring && (fd < 0 || pring__map(&ring, fd)))
 		die("map the producer ring", errno);
 	while (fd >= 0 && !*pr->stop) {
-		int err = pr->ring ? pring__write(&ring, buf, len) :
+		int err = pr->ring ? pring__write_kick(&ring, fd, buf, len) :
 			  dev__ioctl(fd, KPPROF_IOC_SUBMIT, buf);
 
 		if (err == 0)

@@ -81,7 +81,7 @@ static int producer(int i, struct shared *sh)
 		if (is_submit(i))
 			err = dev__ioctl(fd, KPPROF_IOC_SUBMIT, buf);
 		else
-			err = pring__write(&p, buf, len);
+			err = pring__write_kick(&p, fd, buf, len);
 		if (!err)
 			sh->ok[i]++;
 		else if (err == -ENOBUFS)

@@ -581,17 +581,67 @@ TEST_F_TIMEOUT(pr, abandoned_entry_is_skipped, 120)
 }
 
 /*
- * A producer has no ioctl to ask for a drain (ioctl/kpprof.h: 0x0a is not
- * used): a sandboxed producer must need no syscall once its ring is mapped.
+ * KPPROF_IOC_KICK drains the caller's own rings, nobody else's: with no
+ * consumer attached (no drain work), A kicks; A's records are in the
+ * consumer's ring, B's are not until B exits.
  */
-TEST_F(pr, no_kick_ioctl)
+TEST_F(pr, kick_drains_only_own_ring)
 {
-	int fd = dev__open();
+	struct tally *t = calloc(1, sizeof(*t));
+	struct kpprof_stats st0, st1;
+	struct chan ca, cb;
+	pid_t pids[2];
+	int status, i;
 
-	ASSERT_LE(0, fd);
-	EXPECT_EQ(-1, ioctl(fd, _IO(KPPROF_IOC_MAGIC, 0x0a)));
-	EXPECT_EQ(ENOTTY, errno);
-	close(fd);
+	ASSERT_NE(NULL, t);
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
+	ring_reader__unmap(&self->e.rr);
+	ASSERT_EQ(0, dev__ioctl(self->e.cfd, KPPROF_IOC_CONSUMER_DETACH, NULL));
+	ASSERT_EQ(0, chan__open(&ca));
+	ASSERT_EQ(0, chan__open(&cb));
+	for (i = 0; i < 2; i++) {
+		struct chan *c = i ? &cb : &ca;
+
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (!pids[i]) {
+			unsigned char *buf = calloc(1, KPP_REC_BUF_MAX);
+			struct pring p;
+			int fd = dev__open();
+
+			child_init();
+			if (!buf || fd < 0 || pring__map(&p, fd))
+				_exit(80);
+			for (int j = 0; j < 10; j++)
+				if (pring__write(&p, buf, tally__rec(buf, j)))
+					_exit(81);
+			if (!i && dev__ioctl(fd, KPPROF_IOC_KICK, NULL))
+				_exit(82);
+			chan__say(c->up[1], 'k');
+			if (chan__hear(c->down[0]) != 'q')
+				_exit(83);
+			_exit(0);
+		}
+	}
+	close(ca.up[1]);
+	close(cb.up[1]);
+	ASSERT_EQ('k', chan__hear(ca.up[0]));
+	ASSERT_EQ('k', chan__hear(cb.up[0]));
+	/* no consumer: nothing but the kick drained anything */
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
+	EXPECT_EQ(10, st1.pring_drained - st0.pring_drained)
+		TH_LOG("a kick drains the kicker's 10 records and no one else's");
+	chan__say(ca.down[1], 'q');
+	chan__say(cb.down[1], 'q');
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(pids[i], waitpid(pids[i], &status, 0));
+		EXPECT_EQ(0, WEXITSTATUS(status));
+	}
+	ASSERT_EQ(0, ring_reader__attach(&self->e.rr, self->e.cfd));
+	ASSERT_EQ(0, tally__read(&self->e.rr, t, pids, 2));
+	EXPECT_EQ(10, t->alloc[0]);
+	EXPECT_EQ(10, t->alloc[1]);
+	free(t);
 }
 
 /*

@@ -1,17 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Issue 15, finding 10, through the module (run in the VM, kpprof.ko
-# loaded): a program that samples at rate 1 (its producer ring is mapped),
-# then installs a seccomp filter with its own syscall instruction, which
-# the shim cannot see, trapping open, openat, close, ioctl and file mmap
-# (raw_sandbox.c), then allocates and contends at rate 1; its fork child,
-# forked after the parent's first sample, does the same (the zygote
-# pattern: fork, sandbox, then allocate).  Once a process's ring is mapped,
-# the shim makes none of those syscalls on a sampling path (no kick: the
-# module drains a ring with a backlog sooner by itself), and a fork child
-# of a parent with a ring maps its own in the atfork handler.  Asserts: parent and child exit 0 (no
-# SIGSYS), and shim_reader got ALLOC records of the post-filter size
-# (4093 bytes) from both pids.
+# loaded): a program that samples at rate 1 (its producer ring is mapped)
+# forks a child, and each installs a seccomp filter with its own syscall
+# instruction, which the shim cannot see, trapping open and file mmap and
+# allowing openat, ioctl and close (raw_sandbox.c); then each allocates
+# and contends at rate 1 (the zygote pattern: fork, sandbox, then
+# allocate).  A fork child of a parent with a ring maps its own in the
+# atfork handler, before it can sandbox itself (before: at its first
+# sample, an mmap of /dev/kpprof: SIGSYS).  The kick of a ring a quarter
+# full (open, ioctl, close of /dev/kpprof) remains, so the filter allows
+# those three.  Asserts: parent and child exit 0 (no SIGSYS), and
+# shim_reader got ALLOC records of the post-filter size (4093 bytes) from
+# both pids.
 # usage: selftests/shim/raw_sandbox_vm_test.sh [SHIM.so [SECS]]
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)

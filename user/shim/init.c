@@ -183,7 +183,8 @@ static void new_process(bool threaded)
 	/*
 	 * No producer ring here (VM_DONTCOPY).  A parent that had one maps
 	 * the child's own now (pring.c): the child's records, COMM (FORK)
-	 * first, make no syscall from here on.  Otherwise (no ring in the
+	 * first, go into it (no set-up at its first sample, which may come
+	 * after it has sandboxed itself).  Otherwise (no ring in the
 	 * parent, or none to be had) the child submits with a descriptor: the
 	 * parent's, or, if the parent closed it (its ring), one opened here.
 	 */

@@ -28,6 +28,7 @@ int pring__map(struct pring *p, int fd)
 	p->size = info.pring_size;
 	p->mask = info.pring_size - 1;
 	p->map_len = info.pring_map_len;
+	p->kicked_tail = ~0ULL;
 	return 0;
 }
 
@@ -61,6 +62,39 @@ int pring__write(struct pring *p, const void *rec, size_t len)
 	memset((unsigned char *)(e + 1) + len, 0, total - sizeof(*e) - len);
 	__atomic_store_n(&e->len, (__u32)len, __ATOMIC_RELEASE);
 	return 0;
+}
+
+static int kick(struct pring *p, int fd)
+{
+	__u64 t = __atomic_load_n(&p->hdr->tail, __ATOMIC_ACQUIRE);
+
+	if (t == p->kicked_tail)
+		return 0;
+	p->kicked_tail = t;
+	return dev__ioctl(fd, KPPROF_IOC_KICK, NULL) == 0;
+}
+
+int pring__write_kick(struct pring *p, int fd, const void *rec, size_t len)
+{
+	__u64 used;
+	int err = pring__write(p, rec, len);
+
+	if (err == -ENOBUFS && kick(p, fd)) {
+		/* pring__write() counted the loss: take it back if the retry fits */
+		err = pring__write(p, rec, len);
+		if (!err) {
+			unsigned int kind = ((const struct kpprof_record *)rec)->kind;
+
+			__atomic_fetch_sub(&p->hdr->lost[kind < KPPROF_LOST_KINDS ? kind : 0],
+					   1, __ATOMIC_RELAXED);
+		}
+		return err;
+	}
+	used = __atomic_load_n(&p->hdr->head, __ATOMIC_RELAXED) -
+	       __atomic_load_n(&p->hdr->tail, __ATOMIC_RELAXED);
+	if (!err && 4 * used >= p->size)
+		kick(p, fd);
+	return err;
 }
 
 __u64 pring__lost(const struct pring *p)

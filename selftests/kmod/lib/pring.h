@@ -13,6 +13,7 @@
 
 struct pring {
 	struct kpprof_pring_hdr *hdr;
+	__u64 kicked_tail;	/* pring__write_kick(): tail at the last kick */
 	unsigned char *data;
 	__u64 size;
 	__u64 mask;
@@ -29,6 +30,13 @@ void pring__unmap(struct pring *p);
  * protocol asks).
  */
 int pring__write(struct pring *p, const void *rec, size_t len);
+
+/*
+ * pring__write_kick - pring__write() as the shim does it: a ring a quarter
+ * full kicks the module (KPPROF_IOC_KICK on @fd) once per tail position,
+ * and a full one kicks once and retries once.
+ */
+int pring__write_kick(struct pring *p, int fd, const void *rec, size_t len);
 
 /* pring__lost - the sum of the ring header's lost[] counters */
 __u64 pring__lost(const struct pring *p);
