@@ -160,8 +160,10 @@
  *
  * The drain (in the consumer's context: its poll(2), KPPROF_IOC_DRAIN, the
  * cycle work, a work item every drain_period_ms while a consumer is
- * attached; and at the last close of the file, with or without consumer,
- * so a process's last records survive its exit) reads each ring in ring
+ * attached, every jiffy while it finds a ring at least a quarter full;
+ * and at the last close of the file, with or without consumer, so a
+ * process's last records survive its exit; a producer has no way to ask
+ * for one, and needs no syscall once its ring is mapped) reads each ring in ring
  * order up to the first entry not committed, copies each record into
  * kernel memory and validates it exactly as SUBMIT does: a malformed
  * record is skipped and counted (kpprof_rec_lost.invalid).  The header and
@@ -413,8 +415,12 @@ enum {
  *                   plus those still counted in rings and not yet
  *                   delivered (the consumer's ring full, or no consumer).
  *                   Producer-written counts: a counter a producer sets
- *                   back counts nothing, and the sum saturates at
- *                   2^64 - 1, so no producer hides another's losses.
+ *                   back counts nothing; a ring's claim is believed up
+ *                   to one record per nanosecond since its last report
+ *                   (the excess is dropped and counted in
+ *                   @pring_invalid and the ring's LOST.resets), so no
+ *                   producer saturates the sum for the others; the sum
+ *                   saturates at 2^64 - 1 rather than wrap.
  * @pring_invalid:   records the drain found malformed, plus ring resets
  *                   (a header or entry length it could not believe).
  * @pring_refused:   ring mmaps refused because pring_total_max, or the
@@ -828,7 +834,9 @@ struct kpprof_rec_cycle {
  * @invalid: records the drain found malformed and skipped, since then.
  * @resets:  times the drain emptied the ring because its head or an entry
  *           length could not be believed (the records then in it are lost,
- *           uncounted), since then.
+ *           uncounted), or cut a lost[] claim of more than one record per
+ *           nanosecond since its last report (kpprof_stats.pring_lost),
+ *           since then.
  * @by_kind: @full by record kind, as kpprof_pring_hdr.lost.
  *
  * Like perf's PERF_RECORD_LOST: a producer's profile says what it lost.

@@ -154,7 +154,9 @@ struct kpp_stamp {
  * @size:     data bytes (a power of two); @mask is @size - 1.
  * @tail:     the kernel's own drain position; the header's copy is only
  *            ever written from it.
- * @lost_seen: @hdr->lost as last reported in a KPPROF_REC_LOST record.
+ * @lost_seen: @hdr->lost as last reported in a KPPROF_REC_LOST record
+ *            (or as believed: see kpp_pring_lost_moved()).
+ * @lost_time: ktime_get_ns() of the ring's creation or last report.
  * @invalid, @resets: what the drain counted against this ring, and
  *            @invalid_seen, @resets_seen what was last reported.
  * @mm:       the mm that mapped it (mmgrab()ed): no other may map it.
@@ -183,6 +185,7 @@ struct kpp_pring {
 	u64 mask;
 	u64 tail;
 	u64 lost_seen[KPPROF_LOST_KINDS];
+	u64 lost_time;
 	u64 invalid, invalid_seen;
 	u64 resets, resets_seen;
 	u64 stuck_pos;

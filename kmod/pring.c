@@ -42,6 +42,11 @@
  * a backlog delays nobody else's records; a record the consumer's ring
  * refuses stays in its producer's ring (for a full consumer ring the
  * drain stops; for a uid over its share, only that ring is skipped).
+ *
+ * Cadence: a producer cannot ask for a drain (a sandbox the shim cannot
+ * see may forbid any syscall once its ring is mapped), so the periodic
+ * drain watches the rings: every drain_period_ms, or after one jiffy while
+ * a ring was found at least a quarter full or the passes ran out.
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
@@ -173,6 +178,7 @@ static struct kpp_pring *kpp_pring_create(void)
 	p->uid = from_kuid_munged(&init_user_ns, current_uid());
 	p->charge = charge;
 	p->task_size = TASK_SIZE;
+	p->lost_time = ktime_get_ns();
 	p->pid = get_task_pid(current, PIDTYPE_TGID);
 	get_task_comm(p->comm, current);
 	mmgrab(current->mm);
@@ -357,21 +363,46 @@ static u64 kpp_sat_add(u64 a, u64 b)
 /*
  * kpp_pring_lost_moved - what @p's producer-written lost[] counters moved
  * since the last report, by kind into @by_kind (may be NULL) with the
- * counters read into @cur; the sum saturates.  A counter below what was
- * reported moved by nothing: a producer can claim losses of its own (even
- * absurd ones), never take back what was counted, nor hide another's.
+ * counters read into @cur; under prings_lock.  A counter below what was
+ * reported moved by nothing: a producer can claim losses of its own, never
+ * take back what was counted, nor hide another's.
+ *
+ * Nor can it claim without bound: a ring's claim is believed up to one
+ * record per nanosecond since its creation or last report (@now - the
+ * ring's lost_time).  That is more than any producer can count (each loss
+ * is a sampled event, then an atomic add on one shared cache line), so an
+ * honest claim is never cut; and it bounds what one ring adds to the
+ * host-wide pring_lost: a claim of 2^64 - 1 no longer saturates it for
+ * every other producer.  A claim beyond the bound is not believed: the
+ * excess is dropped (lost_seen moves past it) and counted once, as a reset
+ * of the ring (LOST.resets, pring_invalid).
  */
-static u64 kpp_pring_lost_moved(struct kpp_pring *p, u64 *cur, u64 *by_kind)
+static u64 kpp_pring_lost_moved(struct kpp_pring *p, u64 now, u64 *cur,
+				u64 *by_kind)
 {
-	u64 sum = 0, d;
+	u64 room, sum = 0, d;
+	bool over = false;
 	int i;
 
+	lockdep_assert_held(&kpp_dev.prings_lock);
+	/* @now may predate a report made since it was read */
+	room = now > p->lost_time ? now - p->lost_time : 0;
 	for (i = 0; i < KPPROF_LOST_KINDS; i++) {
 		cur[i] = READ_ONCE(p->hdr->lost[i]);
 		d = cur[i] > p->lost_seen[i] ? cur[i] - p->lost_seen[i] : 0;
+		if (d > room - sum) {
+			/* believe room - sum of it, drop the rest */
+			over = true;
+			d = room - sum;
+			p->lost_seen[i] = cur[i] - d;
+		}
 		if (by_kind)
 			by_kind[i] = d;
-		sum = kpp_sat_add(sum, d);
+		sum += d;
+	}
+	if (over) {
+		p->resets++;
+		atomic64_inc(&kpp_dev.pring_invalid);
 	}
 	return sum;
 }
@@ -384,12 +415,12 @@ static u64 kpp_pring_lost_moved(struct kpp_pring *p, u64 *cur, u64 *by_kind)
 static void kpp_pring_report_lost(struct kpp_pring *p, bool *full)
 {
 	struct kpprof_rec_lost *r = kpp_dev.drain_buf;
-	u64 cur[KPPROF_LOST_KINDS], sum;
+	u64 cur[KPPROF_LOST_KINDS], sum, now = ktime_get_ns();
 	struct kpp_stamp st;
 	int i, drop;
 
 	memset(r, 0, sizeof(*r));
-	sum = kpp_pring_lost_moved(p, cur, r->by_kind);
+	sum = kpp_pring_lost_moved(p, now, cur, r->by_kind);
 	if (!sum && p->invalid == p->invalid_seen && p->resets == p->resets_seen)
 		return;
 
@@ -406,6 +437,7 @@ static void kpp_pring_report_lost(struct kpp_pring *p, bool *full)
 	}
 	for (i = 0; i < KPPROF_LOST_KINDS; i++)
 		p->lost_seen[i] = max(p->lost_seen[i], cur[i]);
+	p->lost_time = now;
 	p->invalid_seen = p->invalid;
 	p->resets_seen = p->resets;
 	/* only drains add to it, under prings_lock */
@@ -418,19 +450,20 @@ static void kpp_pring_report_lost(struct kpp_pring *p, bool *full)
  * those they have counted in their rings and no KPPROF_REC_LOST has
  * delivered yet (the consumer's ring was full, or there is no consumer):
  * GET_STATS shows it, so a loss is visible in `kpprof stat` before it can
- * reach a profile.  Producer-written counts, saturating: a producer can
- * claim losses of its own, never hide another's.
+ * reach a profile.  Producer-written counts, bounded per ring (see
+ * kpp_pring_lost_moved()) and saturating: a producer can claim losses of
+ * its own, never hide another's.
  */
 u64 kpp_pring_lost_total(void)
 {
-	u64 cur[KPPROF_LOST_KINDS];
+	u64 cur[KPPROF_LOST_KINDS], now = ktime_get_ns();
 	struct kpp_pring *p;
 	u64 sum;
 
 	mutex_lock(&kpp_dev.prings_lock);
 	sum = atomic64_read(&kpp_dev.pring_lost);
 	list_for_each_entry(p, &kpp_dev.prings, node)
-		sum = kpp_sat_add(sum, kpp_pring_lost_moved(p, cur, NULL));
+		sum = kpp_sat_add(sum, kpp_pring_lost_moved(p, now, cur, NULL));
 	mutex_unlock(&kpp_dev.prings_lock);
 	return sum;
 }
@@ -576,7 +609,8 @@ static bool kpp_pring_settled(struct kpp_pring *p)
 	/* nothing of it is delivered any more (kpp_pring_drain_one()) */
 	if (p->shared)
 		return true;
-	return !p->refused && !p->more && !kpp_pring_lost_moved(p, cur, NULL) &&
+	return !p->refused && !p->more &&
+	       !kpp_pring_lost_moved(p, ktime_get_ns(), cur, NULL) &&
 	       p->invalid == p->invalid_seen && p->resets == p->resets_seen;
 }
 

@@ -58,6 +58,8 @@ task_size_max|kmod/record.c|compat_test.sh|pcs[i] >= TASK_SIZE)|pcs[i] >= TASK_S
 version_unchecked|kmod/record.c|garbage_test|\t/* only version 0 is known: a later one may have appended fields */\n\tif (hdr->version != KPPROF_REC_VERSION)\n\t\treturn -EINVAL;\n|\t/* only version 0 is known: a later one may have appended fields */\n
 lost_under_reported|kmod/pring.c|pring_many_test|\tr->full = sum;|\tr->full = sum / 2;
 records_stamped_old_cycle|kmod/ring.c|pring_many_test|\tout->cycle = cycle;|\tout->cycle = cycle ? cycle - 1 : 0;
+lost_claim_unbounded|kmod/pring.c|pring_lost_test|\troom = now > p->lost_time ? now - p->lost_time : 0;|\troom = U64_MAX;
+lost_cut_uncounted|kmod/pring.c|pring_lost_test|\t\tp->resets++;\n\t\tatomic64_inc(&kpp_dev.pring_invalid);\n\t}\n\treturn sum;|\t}\n\treturn sum;
 seq_bumped_once|kmod/config.c|config_test|\tWRITE_ONCE(page->seq, page->seq + 1);\n\t/* pairs with the reader'"'"'s load|\t/* pairs with the reader'"'"'s load
 '
 

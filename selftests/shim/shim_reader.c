@@ -12,7 +12,7 @@
  * runs CMD (with LD_PRELOAD=LIB when given; after MS milliseconds sets
  * mem_rate to N and writes a "SWITCH" line), drains the ring while CMD
  * runs (with --stall-until-signal, not before CMD says so: it fills up)
- * and once more after it exits, restores the old config, and writes one
+ * and after it exits until nothing is left in any producer ring, restores the old config, and writes one
  * line per record to --dump (or stdout):
  *
  *   ALLOC   tgid tid nr_pcs addr bytes rate pc0 pc1 ...
@@ -414,7 +414,13 @@ int main(int argc, char **argv)
 	}
 	if (stall_sig)
 		fprintf(stderr, "shim_reader: %s exited without sending SIGUSR1\n", argv[optind]);
-	drain(&rb, out);
+	/*
+	 * Everything CMD's processes wrote, LOST records included: the rings
+	 * of processes that exited while the consumer's ring was full are
+	 * orphans the drains deliver later, one bounded drain at a time.
+	 */
+	if (drain_all(&rb, out) < 0)
+		fprintf(stderr, "shim_reader: the rings never settled\n");
 	if (ioctl(rb.fd, KPPROF_IOC_SET_CONFIG, &old))
 		die("SET_CONFIG (restore)");
 	memset(&st, 0, sizeof(st));

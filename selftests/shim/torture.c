@@ -6,7 +6,10 @@
  *
  *   - worker threads start, allocate, contend on a mutex, and exit; they
  *     fill blocks up to their usable size, grow them with realloc and
- *     check that no byte was lost;
+ *     check that no byte was lost (small blocks, and one of 256 KiB, which
+ *     glibc's realloc moves with mremap); each iteration allocates one
+ *     marker of MARK_MAIN bytes, counted ("main marks N"), so the caller
+ *     can check the main process's ALLOC and FREE records;
  *   - two spawners make children in turn with fork() (the child allocates
  *     and _exit()s), _Fork() and clone() (the child execs /bin/true: no
  *     malloc, which would be unsafe after those in a threaded parent),
@@ -133,7 +136,10 @@ static void reap(int way, pid_t pid)
 	atomic_fetch_add(&bad[way], 1);
 }
 
-static atomic_int corrupt, grown;
+static atomic_int corrupt, grown, grown_big, main_marks;
+
+/* A marker of the main process: one ALLOC and one FREE each at rate 1. */
+#define MARK_MAIN	4243
 
 /*
  * No lost byte: fill a block up to its usable size (the slack too, as
@@ -162,10 +168,41 @@ static void grow_check(size_t n, unsigned char tag)
 	free(q);
 }
 
+/*
+ * The same for a block above glibc's mmap threshold (128 KiB), grown to
+ * 1 MiB: the real realloc moves it with mremap(2), a path the small blocks
+ * never take.
+ */
+static void grow_check_big(unsigned char tag)
+{
+	unsigned char *p = malloc(256 << 10), *q;
+	size_t u;
+
+	if (!p)
+		return;
+	u = malloc_usable_size(p);
+	memset(p, tag, u);
+	q = realloc(p, 1 << 20);
+	if (!q) {
+		free(p);
+		return;
+	}
+	for (size_t i = 0; i < u; i++)
+		if (q[i] != tag) {
+			atomic_fetch_add(&corrupt, 1);
+			break;
+		}
+	atomic_fetch_add(&grown_big, 1);
+	free(q);
+}
+
 static void *worker(void *a)
 {
 	(void)a;
+	grow_check_big(0xa5);
 	for (int i = 0; i < 200; i++) {
+		churn(MARK_MAIN);
+		atomic_fetch_add(&main_marks, 1);
 		churn(16 + (size_t)i * 40);
 		grow_check(24 + (size_t)i * 100, (unsigned char)i);
 		pthread_mutex_lock(&mu);
@@ -579,9 +616,9 @@ int main(int argc, char **argv)
 		printf("%s %d bad %d\n", way_name[w], made[w], bad[w]);
 		fails += bad[w] + !made[w];
 	}
-	printf("coroutines %d\naltstack8 %d\nrealloc %d corrupt %d\n", coro_runs, alt8_runs,
-	       grown, corrupt);
-	fails += !coro_runs + !alt8_runs + !grown + corrupt;
+	printf("coroutines %d\naltstack8 %d\nrealloc %d big %d corrupt %d\nmain marks %d\n",
+	       coro_runs, alt8_runs, grown, grown_big, corrupt, main_marks);
+	fails += !coro_runs + !alt8_runs + !grown + !grown_big + corrupt;
 	printf(fails ? "torture: FAILED\n" : "torture: ok\n");
 	return fails != 0;
 }

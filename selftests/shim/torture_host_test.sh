@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Issue 15, "Proof": torture.c under the shim in test mode at rate 1 for
 # 15 s: threads starting and exiting (and checking that realloc of blocks
-# filled to their usable size loses no byte), fork/_Fork/clone/vfork/posix_spawn
+# filled to their usable size loses no byte, small blocks and a 256 KiB one
+# grown with mremap), fork/_Fork/clone/vfork/posix_spawn
 # from two threads, a signal handler on a sigaltstack that allocates, locks
 # and forks, _Forks or posix_spawns, a
 # dlopen/dlclose loop, a dl_iterate_phdr callback that allocates, children
@@ -21,7 +22,11 @@
 #   filter): ALLOC of 4241 bytes = K x (libc + raw); of 4242 bytes (after
 #   the filter) = K x raw: the shim stopped for a filter it saw and kept
 #   sampling through one it cannot see (no syscall of its own, or the
-#   child would have trapped); NOTE SECCOMP = libc children.
+#   child would have trapped); NOTE SECCOMP = libc children;
+#   FREE of 4241 and 4242 bytes = their ALLOCs; the main process's markers
+#   (4243 bytes, counted by torture): ALLOC = FREE = that count.
+# selftests/shim/torture_mutants.sh (by hand) shows that this test fails
+# against shims that drop, corrupt or hang.
 # Stacks with the default unwinder (libgcc's, lock-free through
 # _dl_find_object, on a private stack).
 # usage: selftests/shim/torture_host_test.sh [SHIM.so...]
@@ -47,12 +52,16 @@ for lib in "$@"; do
 	spawn=$(made posix_spawn) hfork=$(made "handler fork")
 	hufork=$(made "handler _Fork") hspawn=$(made "handler posix_spawn")
 	slibc=$(made "seccomp libc") sraw=$(made "seccomp raw")
-	read -r start forks execs exits pre post notes < <("$d/shim_reader" --decode "$tmp/sink" |
+	marks=$(awk '/^main marks [0-9]+$/ { print $3 }' <<<"$out")
+	read -r start forks execs exits pre post notes mallocs fpre fpost fmain < <(
+		"$d/shim_reader" --decode "$tmp/sink" |
 		awk '$1 == "COMM" { n[$5]++ }
-		     $1 == "ALLOC" && $6 == 4241 { pre++ }
-		     $1 == "ALLOC" && $6 == 4242 { post++ }
+		     $1 == "ALLOC" || $1 == "FREE" { c[$1 " " $6]++ }
 		     $1 == "NOTE" && $5 == 1 { notes++ }
-		     END { print n[0] + 0, n[1] + 0, n[2] + 0, n[3] + 0, pre + 0, post + 0, notes + 0 }')
+		     END { print n[0] + 0, n[1] + 0, n[2] + 0, n[3] + 0,
+			   c["ALLOC 4241"] + 0, c["ALLOC 4242"] + 0, notes + 0,
+			   c["ALLOC 4243"] + 0, c["FREE 4241"] + 0,
+			   c["FREE 4242"] + 0, c["FREE 4243"] + 0 }')
 	images=$((ufork + hufork + clone + vfork + spawn + hspawn))
 	want_forks=$((fork + hfork + ufork + hufork + clone + slibc + sraw))
 	[ "$forks" = "$want_forks" ] && [ "$execs" -ge $((ufork + hufork + clone)) ] &&
@@ -63,5 +72,10 @@ for lib in "$@"; do
 	[ "$notes" = "$slibc" ] &&
 		tap_ok "$b: torture: seccomp: $slibc libc-filtered children stopped with a NOTE, $sraw raw-filtered kept sampling ($pre + $post markers)" ||
 		tap_fail "$b: torture: seccomp markers" "before $pre (want $((200 * (slibc + sraw)))), after $post (want $((200 * sraw))), NOTE SECCOMP $notes (want $slibc)"
+	# every marker block's ALLOC and FREE, in the children and the main process
+	[ -n "$marks" ] && [ "$marks" -gt 0 ] && [ "$mallocs" = "$marks" ] && [ "$fmain" = "$marks" ] &&
+	[ "$fpre" = "$pre" ] && [ "$fpost" = "$post" ] &&
+		tap_ok "$b: torture: main process: $marks markers, $mallocs ALLOC and $fmain FREE; children's FREEs $fpre + $fpost" ||
+		tap_fail "$b: torture: marker records" "main: ALLOC $mallocs, FREE $fmain (want ${marks:-?} each); children: FREE $fpre (want $pre), $fpost (want $post)"
 done
 tap_done

@@ -31,7 +31,7 @@ expect() {
 	fi
 }
 
-tap_plan 13
+tap_plan 15
 
 # The working directory is under /tmp on purpose: the guest mounts a fresh
 # tmpfs on /tmp, and the share must still land on top of it.
@@ -91,6 +91,16 @@ if [ -f "$ko" ]; then
 else
 	tap_skip "kpprof.ko is loaded; a failed rmmod fails the run" "no $ko (make module)"
 fi
+
+# More vCPUs than host cores: one host thread runs them all (TCG thread=single;
+# multi-threaded TCG crashed guest kernels there), and the guest has them all.
+cores=$(nproc)
+KPPROF_VM_SHOW_QEMU=1 vm --no-module --cpus $((cores + 2)) -- nproc
+expect "--cpus beyond the host's cores: TCG thread=single, the guest sees them all" \
+	eval '[ $rc -eq 0 ] && [ "$out" = $((cores + 2)) ] && [[ $err == *"tcg,thread=single"* ]]'
+KPPROF_VM_TCG_THREAD=many vm --no-module -- true
+expect "a bad KPPROF_VM_TCG_THREAD is refused before any boot" \
+	eval '[ $rc -eq 2 ] && [[ $err == *"KPPROF_VM_TCG_THREAD wants single or multi, got '"'"'many'"'"'"* ]]'
 
 # --kernel: another kernel of the matrix boots, with the module built for it
 # (build/module/RELEASE, 'make module-matrix'), named to the guest's tests.

@@ -61,7 +61,7 @@ int stat_main(int argc, char *argv[])
 	printf("ring drained      %llu records\n", (unsigned long long)st.pring_drained);
 	printf("ring lost full    %llu (producers' own rings full)\n",
 	       (unsigned long long)st.pring_lost);
-	printf("ring invalid      %llu (malformed records and ring resets)\n",
+	printf("ring invalid      %llu (malformed records, ring resets, loss claims cut)\n",
 	       (unsigned long long)st.pring_invalid);
 	printf("ring refused      %llu (pring_total_max reached: SUBMIT instead)\n",
 	       (unsigned long long)st.pring_refused);

@@ -181,12 +181,14 @@ static void new_process(bool threaded)
 
 	kpp.pid = getpid();
 	/*
-	 * No producer ring here (VM_DONTCOPY): the next sample maps the
-	 * child's own.  A parent that had one closed its descriptor: the
-	 * child opens one for its COMM records until then.
+	 * No producer ring here (VM_DONTCOPY).  A parent that had one maps
+	 * the child's own now (pring.c): the child's records, COMM (FORK)
+	 * first, go into it (no set-up at its first sample, which may come
+	 * after it has sandboxed itself).  Otherwise (no ring in the
+	 * parent, or none to be had) the child submits with a descriptor: the
+	 * parent's, or, if the parent closed it (its ring), one opened here.
 	 */
-	kpp_pring_forget();
-	if (kpp.fd < 0)
+	if (!kpp_pring_fork_child() && kpp.fd < 0)
 		kpp.fd = reopen_device();
 	/* This thread's own interrupted path (a fork from a handler) resumes
 	 * here and keeps its guard; the other threads are not here. */
@@ -206,9 +208,10 @@ static void new_process(bool threaded)
 	if (a && a != &alive_fallback)
 		*(volatile int *)a = 1;
 	/*
-	 * COMM (FORK) now, one syscall: the collector learns this pid and its
-	 * parent before the child can have children of its own, so `kpprof
-	 * record` follows the descendants of a child that never samples.
+	 * COMM (FORK) now (into the ring, or one syscall): the collector
+	 * learns this pid and its parent before the child can have children
+	 * of its own, so `kpprof record` follows the descendants of a child
+	 * that never samples.
 	 */
 	kpp_emit_comm(KPPROF_COMM_FORK);
 }
@@ -273,8 +276,9 @@ static int high_fd(int fd)
 
 /*
  * reopen_device - a fork child whose parent had closed its descriptor (it
- * had a producer ring): one for the child's COMM records.  Async-signal-
- * safe calls only (new_process() runs in the atfork child handler).
+ * had a producer ring) and that could not map a ring of its own: one for
+ * the child's records.  Async-signal-safe calls only (new_process() runs
+ * in the atfork child handler).
  */
 static int reopen_device(void)
 {

@@ -15,14 +15,24 @@
  * band; the caller sees ENOBUFS, as from SUBMIT, so held frees (emit.c)
  * keep working with "ring full" as the refusal.
  *
- * The kernel drains the ring in the consumer's context and at the file's
- * last close (process exit); a ring past half full kicks it (kick()): one
- * open, ioctl and close per half ring of records at most.  The mapping is VM_DONTCOPY: a fork child has
- * no ring (new_process() forgets ours) and maps its own at its first
- * sample.  If the ring cannot be had (an ABI 2 module cannot be here: the
- * ABI check passed; the global cap on ring memory, ENOMEM), records keep
- * going through KPPROF_IOC_SUBMIT on the start-up descriptor, counted in
- * kpp.pring_fallback.
+ * The kernel drains the ring in the consumer's context (its poll, the
+ * cycle work, every drain_period_ms) and at the file's last close
+ * (process exit); a ring a quarter full kicks it (kick()): one open,
+ * ioctl and close per quarter ring of records at most.  Those are the
+ * only syscalls a record may cost once the ring is mapped: a program may
+ * install a seccomp filter the shim cannot see (its own `syscall`
+ * instruction, as Chromium's and Firefox's sandboxes do), and if it
+ * forbids them, the kick kills it (README, Known limits).  A burst the
+ * kick cannot keep up with is lost, counted in lost[].
+ *
+ * The mapping is VM_DONTCOPY: a fork child has no ring.  If its parent
+ * had one, the child maps its own in the atfork handler
+ * (kpp_pring_fork_child(), from new_process()), before the program can
+ * sandbox it; a child of a parent without a ring maps one at its first
+ * sample, as any process.  If the ring cannot be had (an ABI 2 module
+ * cannot be here: the ABI check passed; the global cap on ring memory,
+ * ENOMEM), records keep going through KPPROF_IOC_SUBMIT on the start-up
+ * descriptor, counted in kpp.pring_fallback.
  *
  * Test mode (KPPROF_TEST_CONFIG) with KPPROF_TEST_RING=1: the same ring,
  * anonymous (a memfd mapped as the module maps it: header page, data twice,
@@ -63,12 +73,17 @@ static _Atomic uint64_t test_last_drain;
 static _Atomic uint64_t kicked_tail = UINT64_MAX;
 
 /*
- * kick - the ring is half full: ask the module to drain it now
+ * kick - the ring is a quarter full: ask the module to drain it now
  * (KPPROF_IOC_KICK on a descriptor opened for the purpose and closed at
- * once) rather than lose a burst waiting for the periodic drain.  Once per
- * tail position: while the drain cannot move the tail (the consumer's ring
- * is full) nobody kicks again, so a stuck consumer never turns the ring
- * back into a syscall per record.
+ * once) rather than lose a burst waiting for the periodic drain: a burst
+ * at a fine sampling rate fills 64 KiB in well under a jiffy, and without
+ * the kick most of it was lost (xkernel_test at 16 KiB: 380 of 1024 big
+ * blocks seen).  Once per tail position: while the drain cannot move the
+ * tail (the consumer's ring is full) nobody kicks again, so a stuck
+ * consumer never turns the ring back into a syscall per record.  These
+ * three syscalls are the only ones a sample makes once the ring is mapped
+ * (a seccomp filter the shim cannot see may forbid them: README, Known
+ * limits).
  */
 static bool kick(uint64_t tail)
 {
@@ -85,7 +100,26 @@ static bool kick(uint64_t tail)
 	return r == 0;
 }
 
-static int map_device(void)
+/*
+ * map_at - mmap() at @hint if that range is free (a fork child's ring where
+ * its parent's was, see kpp_pring_fork_child()), else anywhere.
+ */
+static void *map_at(void *hint, size_t len, int prot, int flags, int fd, off_t off)
+{
+	void *m = MAP_FAILED;
+
+	if (hint)
+		m = mmap(hint, len, prot, flags | MAP_FIXED_NOREPLACE, fd, off);
+	if (m != MAP_FAILED && m != hint) {	/* a kernel that took it as a hint */
+		munmap(m, len);
+		m = MAP_FAILED;
+	}
+	if (m == MAP_FAILED)
+		m = mmap(NULL, len, prot, flags, fd, off);
+	return m;
+}
+
+static int map_device(void *hint)
 {
 	struct kpprof_info info;
 	void *m;
@@ -102,8 +136,8 @@ static int map_device(void)
 		errno = ENOTSUP;
 		return -1;
 	}
-	m = mmap(NULL, info.pring_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		 (off_t)(info.pring_pgoff * info.page_size));
+	m = map_at(hint, info.pring_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		   (off_t)(info.pring_pgoff * info.page_size));
 	close(fd);
 	if (m == MAP_FAILED)
 		return -1;
@@ -115,7 +149,7 @@ static int map_device(void)
 }
 
 /* map_test - the module's layout on a memfd: header page, data twice. */
-static int map_test(void)
+static int map_test(void *hint)
 {
 	const size_t page = 4096, size = TEST_RING_SIZE, len = page + 2 * size;
 	unsigned char *base;
@@ -124,7 +158,7 @@ static int map_test(void)
 	if (fd < 0)
 		return -1;
 	base = ftruncate(fd, (off_t)(page + size)) ? MAP_FAILED :
-	       mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	       map_at(hint, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (base != MAP_FAILED &&
 	    (mmap(base, page + size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 		  fd, 0) == MAP_FAILED ||
@@ -144,17 +178,21 @@ static int map_test(void)
 	return 0;
 }
 
-/* setup - the first thread to get here maps the ring; 0 when mapped */
-static int setup(void)
+/*
+ * setup - the first thread to get here maps the ring (at @hint if free);
+ * 0 when mapped.  Async-signal-safe (kpp_pring_fork_child() runs in an
+ * atfork handler).
+ */
+static int setup(void *hint)
 {
 	int st = PR_NONE, err;
 
 	if (!atomic_compare_exchange_strong(&pr_state, &st, PR_SETUP))
 		return st == PR_MAPPED ? 0 : -1;
 	if (kpp.test_sink) {
-		err = kpp.test_ring ? map_test() : (errno = ENOTSUP, -1);
+		err = kpp.test_ring ? map_test(hint) : (errno = ENOTSUP, -1);
 	} else {
-		err = map_device();
+		err = map_device(hint);
 	}
 	if (err) {
 		if (!kpp.test_sink) {
@@ -165,6 +203,8 @@ static int setup(void)
 		return -1;
 	}
 	pr.mask = pr.size - 1;
+	/* the private stacks a sample will want, while syscalls are known safe */
+	kpp_stackpool_premap();
 	atomic_store(&pr_state, PR_MAPPED);
 	if (!kpp.test_sink)
 		atomic_store(&fd_close_pending, 1);
@@ -242,7 +282,7 @@ int kpp_pring_submit(const void *rec, size_t len)
 	/* COMM records alone never make a ring: most processes never sample */
 	if (st != PR_NONE || ((const struct kpprof_record *)rec)->kind == KPPROF_REC_COMM)
 		return -1;
-	if (setup())
+	if (setup(NULL))
 		return -1;
 	return ring_write(rec, len);
 }
@@ -261,22 +301,69 @@ void kpp_pring_close_fd_when_alone(void)
 		close(fd);
 }
 
+/*
+ * kpp_pring_wait_room - wait up to @max_ns for room for a record of @len
+ * bytes, sleeping 1 ms at a time (the module drains a ring by itself:
+ * every drain_period_ms, or every jiffy while it is filling).  Only where
+ * syscalls are known safe and the record matters (seccomp.c's NOTE, the
+ * last record before a filter).  True if there is room or no ring.
+ */
+bool kpp_pring_wait_room(size_t len, uint64_t max_ns)
+{
+	uint64_t total = (sizeof(struct kpprof_ring_hdr) + len + 7) & ~7ULL, t0 = 0;
+	struct timespec ms = { .tv_nsec = 1000000 };
+
+	if (!kpp_pring_mapped())
+		return true;
+	for (;;) {
+		uint64_t h = __atomic_load_n(&pr.hdr->head, __ATOMIC_ACQUIRE);
+		uint64_t t = __atomic_load_n(&pr.hdr->tail, __ATOMIC_ACQUIRE);
+
+		if (h + total - t <= pr.size)
+			return true;
+		if (!t0)
+			t0 = kpp_now_ns();
+		else if (kpp_now_ns() - t0 > max_ns)
+			return false;
+		if (kpp.test_sink)
+			test_drain();
+		else
+			nanosleep(&ms, NULL);
+	}
+}
+
 bool kpp_pring_mapped(void)
 {
 	return atomic_load_explicit(&pr_state, memory_order_acquire) == PR_MAPPED;
 }
 
 /*
- * kpp_pring_forget - in a new child: the ring is not mapped here
- * (VM_DONTCOPY, MADV_DONTFORK); the next sample maps the child's own.
+ * kpp_pring_fork_child - in a new child: the parent's ring is not mapped
+ * here (VM_DONTCOPY, MADV_DONTFORK).  If the parent had one, the child
+ * maps its own now (open, ioctl, mmap, close: async-signal-safe), so its
+ * sampling paths make no syscall even if it sandboxes itself before its
+ * first sample (the zygote pattern: fork, sandbox, then allocate).
+ * Otherwise, as in any process, its first sample maps one.
+ * Return: true if the child has a ring.
  */
-void kpp_pring_forget(void)
+bool kpp_pring_fork_child(void)
 {
+	bool had = atomic_load(&pr_state) == PR_MAPPED;
+	void *old = pr.hdr;
+
 	memset(&pr, 0, sizeof(pr));
 	atomic_store(&pr_state, PR_NONE);
 	atomic_store(&fd_close_pending, 0);
 	atomic_store(&test_draining, 0);
 	atomic_store(&kicked_tail, UINT64_MAX);
+	/*
+	 * Where the parent's ring was: a fork() from a signal handler that
+	 * interrupted this thread inside ring_write() resumes that write
+	 * when the handler returns, into the old addresses.  There it lands
+	 * in the child's own ring (at worst some of the child's records are
+	 * refused and counted by the drain), not on unmapped memory.
+	 */
+	return had && !setup(old);
 }
 
 /*

@@ -13,8 +13,9 @@
  *    Before the real call, still unfiltered, the shim stops new samples,
  *    waits for threads that are inside a sampling path or a submit to
  *    leave it (like the fork prepare handler), and submits one
- *    KPPROF_REC_NOTE (KPPROF_NOTE_SECCOMP, value: events not sent so far)
- *    so the collector can say why the process went quiet.  A filter that
+ *    KPPROF_REC_NOTE (KPPROF_NOTE_SECCOMP, value: events not sent so far;
+ *    into a full ring, after waiting up to 100 ms for room) so the
+ *    collector can say why the process went quiet.  A filter that
  *    then fails to go in (EINVAL, EACCES...) leaves the shim stopped.
  *  - A process that starts filtered (exec under a sandbox): the first
  *    thing the shim does, before any syscall of its own, is read
@@ -140,6 +141,8 @@ static void stop_for_filter(void)
 	note.hdr.size = sizeof(note);
 	note.what = KPPROF_NOTE_SECCOMP;
 	note.value = atomic_load(&kpp.unsent);
+	/* the last record: worth waiting (bounded) for room in a full ring */
+	kpp_pring_wait_room(sizeof(note), 100000000ULL);
 	if (!kpp_submit(&note, sizeof(note)))
 		atomic_fetch_add_explicit(&kpp.writes_ok, 1, memory_order_relaxed);
 	errno = saved;

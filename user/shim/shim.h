@@ -311,6 +311,8 @@ void kpp_stackpool_fork_child(struct kpp_thread *t) KPP_HIDDEN;
 void kpp_stackpool_abandon(struct kpp_thread *t) KPP_HIDDEN;
 void kpp_stackpool_orphan(struct kpp_thread *t) KPP_HIDDEN;
 void kpp_stackpool_init(void) KPP_HIDDEN;
+/* map the first few private stacks now (when the ring is mapped) */
+void kpp_stackpool_premap(void) KPP_HIDDEN;
 /* The unwind-rule cache of the thread's private stack, NULL outside one. */
 #define KPP_UNWIND_CACHE_BYTES	(16 << 10)
 void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
@@ -342,8 +344,11 @@ int kpp_pring_submit(const void *rec, size_t size) KPP_HIDDEN;
  * thread is inside kpp_emit() (called by kpp_emit()) */
 void kpp_pring_close_fd_when_alone(void) KPP_HIDDEN;
 bool kpp_pring_mapped(void) KPP_HIDDEN;
-/* a new child: no ring here */
-void kpp_pring_forget(void) KPP_HIDDEN;
+/* wait (bounded, sleeping) for room in the ring; only where syscalls are safe */
+bool kpp_pring_wait_room(size_t len, uint64_t max_ns) KPP_HIDDEN;
+/* a new child: the parent's ring is not here; maps the child's own if the
+ * parent had one (async-signal-safe); true if the child has a ring */
+bool kpp_pring_fork_child(void) KPP_HIDDEN;
 /* test mode: drain the emulated ring into the sink now (exec, exit) */
 void kpp_pring_flush(void) KPP_HIDDEN;
 void kpp_emit_comm(__u32 reason) KPP_HIDDEN;

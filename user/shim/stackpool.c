@@ -8,7 +8,12 @@
  * A pool of KPP_STACKS stacks of KPP_STACK_SIZE bytes, each with a guard
  * page below it, mmap'ed the first time its slot is used (so a process
  * that never samples maps none, and one sampling from a single thread at
- * a time maps one).  A slot is claimed with a compare-and-swap on one
+ * a time maps one), or, for the first KPP_STACKS_EARLY slots, when the
+ * process's producer ring is mapped (kpp_stackpool_premap()): a program
+ * that sandboxes itself after its first sample (a filter the shim cannot
+ * see) then meets no mmap of ours unless more than KPP_STACKS_EARLY of its
+ * threads sample at the same instant.  RLIMIT_AS is read once, at the
+ * process's first sample (not at start: a syscall every process would pay).  A slot is claimed with a compare-and-swap on one
  * bitmap word, lowest free bit first; nobody ever waits for a slot: with
  * all of them taken (64 threads sampling at the same instant) the sample
  * is skipped and counted (kpp_stackpool_busy).  A thread holds at most one
@@ -40,12 +45,14 @@
 #define KPP_STACK_SIZE	(8 << 20)
 #define KPP_STACK_SMALL	(64 << 10)
 #define KPP_GUARD_SIZE	4096
+#define KPP_STACKS_EARLY	4
 
 static _Atomic uint64_t slots_used;		/* bit i: slot i is claimed */
 static void *_Atomic stacks[KPP_STACKS];	/* low end of the guard page */
 static _Atomic size_t stack_sizes[KPP_STACKS];	/* its stack's size */
 /* Each slot's mapping: guard page, stack, the unwind-rule cache above. */
 static _Atomic uint64_t busy, map_failed;
+static _Atomic size_t stack_size;	/* 0 until the first sample reads RLIMIT_AS */
 
 /* kpp_switch_call - switch.S */
 void kpp_switch_call(void *arg, void (*fn)(void *, uintptr_t), void *top) KPP_HIDDEN;
@@ -84,13 +91,18 @@ static void *slot_stack(int i)
 	if (likely(s))
 		return s;
 	/* Only the claimant of slot i gets here: no race on stacks[i].
-	 * Once per slot and process: the limit, the mapping, no huge pages
-	 * (with THP "always" a handler's first touch would fault in 2 MiB). */
-	struct rlimit as;
-	size_t size = KPP_STACK_SIZE, map;
+	 * Once per slot and process: the mapping, no huge pages (with THP
+	 * "always" a handler's first touch would fault in 2 MiB). */
+	size_t size = atomic_load_explicit(&stack_size, memory_order_relaxed), map;
 
-	if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY)
-		size = KPP_STACK_SMALL;
+	if (!size) {
+		struct rlimit as;
+
+		size = KPP_STACK_SIZE;
+		if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY)
+			size = KPP_STACK_SMALL;
+		atomic_store_explicit(&stack_size, size, memory_order_relaxed);
+	}
 	map = KPP_GUARD_SIZE + size + KPP_UNWIND_CACHE_BYTES;
 	s = mmap(NULL, map, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
@@ -135,6 +147,26 @@ static void orphan_exit(void *slot)
 void kpp_stackpool_init(void)
 {
 	orphan_key_ok = !pthread_key_create(&orphan_key, orphan_exit);
+}
+
+/*
+ * kpp_stackpool_premap - map the first KPP_STACKS_EARLY slots' stacks now
+ * (pring.c, when the ring is mapped).  A slot another thread holds is
+ * left to it (it has its stack).  Async-signal-safe: mmap, mprotect,
+ * madvise.
+ */
+void kpp_stackpool_premap(void)
+{
+	for (int i = 0; i < KPP_STACKS_EARLY; i++) {
+		uint64_t used = atomic_load(&slots_used);
+
+		if (atomic_load_explicit(&stacks[i], memory_order_acquire) ||
+		    (used & (1ULL << i)) ||
+		    !atomic_compare_exchange_strong(&slots_used, &used, used | (1ULL << i)))
+			continue;
+		slot_stack(i);
+		release(i);
+	}
 }
 
 void kpp_stackpool_abandon(struct kpp_thread *t)
