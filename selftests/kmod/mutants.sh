@@ -78,18 +78,8 @@ while IFS= read -r line; do
 	mkdir -p "$dir"
 	cp -r Kbuild kmod ioctl "$dir"/
 	rm -f "$dir"/kmod/*.o "$dir"/kmod/.*.cmd
-	# the texts may hold | only as \| ; python does the exact replacement
-	if ! MUT_LINE="$line" MUT_FILE="$dir/$file" python3 - <<'EOF'
-import os, re, sys
-fields = re.split(r'(?<!\\)\|', os.environ['MUT_LINE'])
-unesc = lambda t: t.replace('\\|', '|').replace('\\n', '\n').replace('\\t', '\t')
-old, new = unesc(fields[3]), unesc(fields[4])
-path = os.environ['MUT_FILE']
-src = open(path).read()
-if src.count(old) != 1:
-    sys.exit(1)
-open(path, 'w').write(src.replace(old, new))
-EOF
+	# the texts may hold | only as \| (selftests/lib/apply_mutant.py)
+	if ! MUT_LINE="$line" selftests/lib/apply_mutant.py "$dir/$file" 3
 	then
 		tap_skip "$name" "text to mutate not found (once) in $file"
 		continue

@@ -60,6 +60,15 @@ tap_check() {
 	fi
 }
 
+# tap_need_device: the VM tests' first check: with no /dev/kpprof (the module
+# not loaded) the test ends here, one failure.
+tap_need_device() {
+	[ -c /dev/kpprof ] && return 0
+	tap_fail "device present" "/dev/kpprof missing: is kpprof.ko loaded?"
+	tap_done
+	exit 1
+}
+
 tap_done() {
 	if [ -z "$TAP_PLANNED" ]; then
 		echo "1..$TAP_N"

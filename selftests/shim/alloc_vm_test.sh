@@ -23,21 +23,7 @@ trap 'if [ -n "${KPPROF_SHIM_KEEP:-}" ]; then mkdir -p "$KPPROF_SHIM_KEEP"; cp "
 K=5
 
 tap_plan
-if [ ! -c /dev/kpprof ]; then
-	tap_fail "device present" "/dev/kpprof missing: is kpprof.ko loaded?"
-	
-# The collector says it: kpprof record on the static program.
-KPPROF_SHIM=$lib "$top/build/user/kpprof/kpprof" record -o "$tmp/rec" --mem-rate 1 -- \
-	"$d/cxx_alloc_static" >"$tmp/rec.out" 2>"$tmp/rec.err"
-rc=$?
-if [ $rc = 0 ] && grep -q "kpprof: no heap profile for pid [0-9]* (cxx_alloc_stati): malloc is not interposed" "$tmp/rec.err"; then
-	tap_ok "kpprof record: 'no heap profile for pid N' for the static program"
-else
-	tap_fail "kpprof record: 'no heap profile for pid N' for the static program" "rc $rc"
-	tap_diag "$(tail -n 5 "$tmp/rec.err")"
-fi
-tap_done
-fi
+tap_need_device
 
 AWK_HEX='function h(x,  i, n) { x = tolower(x); sub(/^0x/, "", x); n = 0
 	for (i = 1; i <= length(x); i++) n = n * 16 + index("0123456789abcdef", substr(x, i, 1)) - 1

@@ -16,11 +16,7 @@ tmp=$(mktemp -d /tmp/shim-nofd.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 tap_plan
-if [ ! -c /dev/kpprof ]; then
-	tap_fail "device present" "/dev/kpprof missing: is kpprof.ko loaded?"
-	tap_done
-	exit
-fi
+tap_need_device
 
 # without a consumer: the shim alone
 out=$(KPPROF_MEM_RATE=1 LD_PRELOAD="$lib" "$d/kpprof_fds" --fork 2>"$tmp/err")

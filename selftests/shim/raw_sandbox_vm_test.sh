@@ -24,11 +24,7 @@ tmp=$(mktemp -d /tmp/shim-rawsb.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 tap_plan
-if [ ! -c /dev/kpprof ]; then
-	tap_fail "device present" "/dev/kpprof missing: is kpprof.ko loaded?"
-	tap_done
-	exit
-fi
+tap_need_device
 
 timeout -k 10 $((secs * 2 + 120)) "$d/shim_reader" --preload "$lib" --mem-rate 1 \
 	--block-rate 1 --mutex-fraction 1 --dump >(awk '

@@ -16,10 +16,7 @@ tmp=$(mktemp -d /tmp/shim-safety-vm.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
 tap_plan
-if [ ! -c /dev/kpprof ]; then
-	tap_fail "device present" "/dev/kpprof missing: is kpprof.ko loaded?"
-	tap_done
-fi
+tap_need_device
 
 # run NAME READER_OPTS... -- CMD...: dump in $tmp/NAME.dump.
 run() {

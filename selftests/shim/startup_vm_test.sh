@@ -24,10 +24,7 @@ trap 'rm -rf "$tmp"' EXIT
 export HOME=$tmp GOCACHE=$tmp/gocache GOTOOLCHAIN=local PPROF_TMPDIR=$tmp
 
 tap_plan
-if [ ! -c /dev/kpprof ]; then
-	tap_fail "device present" "/dev/kpprof missing: is kpprof.ko loaded?"
-	tap_done
-fi
+tap_need_device
 pp() { go tool pprof -symbolize=none "$@" 2>&1; }
 # pid_fns PROFILE: "PID fn..." for each pid with samples (pprof labels
 # samples with their pid only when a profile holds several processes: then

@@ -142,10 +142,13 @@ static atomic_int corrupt, grown, grown_big, main_marks;
 #define MARK_MAIN	4243
 
 /*
- * No lost byte: fill a block up to its usable size (the slack too, as
- * systemd's greedy_realloc does), grow it, check every byte came along.
+ * No lost byte: fill a block of @n bytes up to its usable size u (the
+ * slack too, as systemd's greedy_realloc does), grow it to
+ * @per_usable * u + @plus bytes, check every byte came along; count it in
+ * @done.
  */
-static void grow_check(size_t n, unsigned char tag)
+static void grow_to(size_t n, size_t per_usable, size_t plus, unsigned char tag,
+		    atomic_int *done)
 {
 	unsigned char *p = malloc(n), *q;
 	size_t u;
@@ -154,7 +157,7 @@ static void grow_check(size_t n, unsigned char tag)
 		return;
 	u = malloc_usable_size(p);
 	memset(p, tag, u);
-	q = realloc(p, 2 * u + n);
+	q = realloc(p, per_usable * u + plus);
 	if (!q) {
 		free(p);
 		return;
@@ -164,36 +167,23 @@ static void grow_check(size_t n, unsigned char tag)
 			atomic_fetch_add(&corrupt, 1);
 			break;
 		}
-	atomic_fetch_add(&grown, 1);
+	atomic_fetch_add(done, 1);
 	free(q);
 }
 
+/* A small block, grown to twice its usable size and @n more. */
+static void grow_check(size_t n, unsigned char tag)
+{
+	grow_to(n, 2, n, tag, &grown);
+}
+
 /*
- * The same for a block above glibc's mmap threshold (128 KiB), grown to
- * 1 MiB: the real realloc moves it with mremap(2), a path the small blocks
- * never take.
+ * A block above glibc's mmap threshold (128 KiB), grown to 1 MiB: the real
+ * realloc moves it with mremap(2), a path the small blocks never take.
  */
 static void grow_check_big(unsigned char tag)
 {
-	unsigned char *p = malloc(256 << 10), *q;
-	size_t u;
-
-	if (!p)
-		return;
-	u = malloc_usable_size(p);
-	memset(p, tag, u);
-	q = realloc(p, 1 << 20);
-	if (!q) {
-		free(p);
-		return;
-	}
-	for (size_t i = 0; i < u; i++)
-		if (q[i] != tag) {
-			atomic_fetch_add(&corrupt, 1);
-			break;
-		}
-	atomic_fetch_add(&grown_big, 1);
-	free(q);
+	grow_to(256 << 10, 0, 1 << 20, tag, &grown_big);
 }
 
 static void *worker(void *a)

@@ -46,17 +46,7 @@ while IFS= read -r line; do
 	cp -r user/shim "$dir/user/"
 	cp -r ioctl mk "$dir/"
 	find "$dir" \( -name '*.o' -o -name '*.d' -o -name '*.so' \) -delete
-	if ! MUT_LINE="$line" MUT_FILE="$dir/$file" python3 - <<'EOF'
-import os, re, sys
-fields = re.split(r'(?<!\\)\|', os.environ['MUT_LINE'])
-unesc = lambda t: t.replace('\\|', '|').replace('\\&', '&').replace('\\n', '\n').replace('\\t', '\t')
-old, new = unesc(fields[2]), unesc(fields[3])
-path = os.environ['MUT_FILE']
-src = open(path).read()
-if src.count(old) != 1:
-    sys.exit(1)
-open(path, 'w').write(src.replace(old, new))
-EOF
+	if ! MUT_LINE="$line" selftests/lib/apply_mutant.py "$dir/$file" 2
 	then
 		tap_skip "$name" "text to mutate not found (once) in $file"
 		continue

@@ -29,10 +29,7 @@ trap 'rm -rf "$tmp"' EXIT
 K=200
 
 tap_plan
-if [ ! -c /dev/kpprof ]; then
-	tap_fail "device present" "/dev/kpprof missing: is kpprof.ko loaded?"
-	tap_done
-fi
+tap_need_device
 
 # The torture's own bound is secs + 10 s per child still running; give it
 # secs + 240 s under TCG.

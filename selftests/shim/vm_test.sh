@@ -24,10 +24,7 @@ trap 'if [ -n "${KPPROF_SHIM_KEEP:-}" ]; then mkdir -p "$KPPROF_SHIM_KEEP"; cp "
 
 tap_plan
 tap_diag "shim: $lib"
-if [ ! -c /dev/kpprof ]; then
-	tap_fail "device present" "/dev/kpprof missing: is kpprof.ko loaded?"
-	tap_done
-fi
+tap_need_device
 
 # h(x): a hex address as a number (mawk has no strtonum; addresses are
 # below 2^53, exact in a double).
