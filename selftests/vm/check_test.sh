@@ -87,7 +87,7 @@ check() {
 }
 
 T='. selftests/lib/tap.sh'
-tap_plan 15
+tap_plan 17
 
 tree
 prog honest "$T; tap_plan 2; tap_ok a; tap_ok b; tap_done"
@@ -116,6 +116,21 @@ if grep -q -- '--cpus 1 -- scripts/run-test-list selftests/zz/vm.list' "$work/t/
 	tap_ok "... in a VM booted with --cpus N"
 else
 	tap_fail "... in a VM booted with --cpus N" "vm-run got: $(cat "$work/t/vm-run.args")"
+fi
+
+tree
+prog both "$T; tap_plan 1; tap_ok a; tap_done"
+prog once "$T; tap_plan 2; tap_ok a; tap_ok b; tap_done"
+grep both "$work/t/selftests/zz/host.list" >"$work/t/selftests/zz/vm.list"
+grep once "$work/t/selftests/zz/host.list" >"$work/t/selftests/zz/default-kernel.list"
+rm "$work/t/selftests/zz/host.list"
+check "vm.list on both kernels, default-kernel.list on the default one" \
+	"4 passed, 0 failed, 0 skipped rc:0" KPPROF_CHECK_SKIP_BUILD=1 \
+	KPPROF_CHECK_KERNELS="default 6.12.0-stub" KPPROF_CHECK_MATRIX_COMPONENTS=zz
+if grep -q -- '--kernel 6.12.0-stub .*default-kernel.list' "$work/t/vm-run.args"; then
+	tap_fail "... default-kernel.list not booted on 6.12" "vm-run got: $(cat "$work/t/vm-run.args")"
+else
+	tap_ok "... default-kernel.list not booted on 6.12"
 fi
 
 tree
