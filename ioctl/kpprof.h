@@ -386,13 +386,18 @@ struct kpprof_info {
 
 /* ------------------------------------------------------------ stats */
 
-/* Why an accepted-for-validation record did not enter the ring. */
+/* Why a record written with a valid size did not enter the ring. */
 enum {
 	KPPROF_DROP_RING_FULL = 0,	/* no room between prod and cons */
 	KPPROF_DROP_DISABLED = 1,	/* the profile's flag is off */
 	/* the writer's uid holds its share (kpprof_info.producer_share) */
 	KPPROF_DROP_SHARE = 2,
-	KPPROF_DROP_REASONS = 4		/* size of the array, room to grow */
+	/*
+	 * write(2) or SUBMIT found no kernel memory to copy the record into
+	 * (ENOMEM), before reading or validating it
+	 */
+	KPPROF_DROP_NOMEM = 3,
+	KPPROF_DROP_REASONS = 4		/* size of the array */
 };
 
 /**
@@ -400,7 +405,8 @@ enum {
  * @accepted:        records that entered the ring (producers' and the
  *                   kernel's own cycle records).
  * @accepted_bytes:  ring bytes those took, headers and padding included.
- * @dropped:         valid records not taken, by KPPROF_DROP_* reason.
+ * @dropped:         records not taken, by KPPROF_DROP_* reason: valid
+ *                   ones, and (KPPROF_DROP_NOMEM) ones never read.
  * @rejected:        writes refused as malformed (EINVAL) or unprivileged.
  * @cycle:           the current cycle.
  * @prod_pos:        producer position.

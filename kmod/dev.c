@@ -95,7 +95,8 @@ u32 kpp_charge_uid(const struct cred *cred)
 /*
  * kpp_submit - validate one record of @len bytes at @ubuf, stamp it and
  * offer it to the ring: what write(2) and KPPROF_IOC_SUBMIT share.
- * Returns 0 or a negative errno (ENOBUFS and ECANCELED count a drop).
+ * Returns 0 or a negative errno (ENOBUFS, ECANCELED and ENOMEM count a
+ * drop).
  */
 static int kpp_submit(struct file *file, const char __user *ubuf, size_t len)
 {
@@ -139,8 +140,11 @@ static int kpp_submit(struct file *file, const char __user *ubuf, size_t len)
 		buf = kmem_cache_alloc(kpp_dev.rec_cache, GFP_KERNEL);
 	else
 		buf = kmalloc(len, GFP_KERNEL);
-	if (!buf)
+	if (!buf) {
+		/* rare (GFP_KERNEL, at most order 1), but a drop: counted */
+		atomic64_inc(&rb->dropped[KPPROF_DROP_NOMEM]);
 		return -ENOMEM;
+	}
 	if (copy_from_user(buf, ubuf, len)) {
 		err = -EFAULT;
 		goto err_reject_free;

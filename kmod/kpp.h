@@ -19,6 +19,7 @@
 #include <linux/slab.h>
 #include <linux/sched.h>
 #include <linux/list.h>
+#include <linux/rhashtable-types.h>
 #include <kpprof.h>
 
 /* Bounds of the ring_size module parameter. */
@@ -145,7 +146,11 @@ struct kpp_stamp {
 /**
  * struct kpp_pring - one file's producer ring (pring.c)
  * @node:     on kpp_dev.prings, under kpp_dev.prings_lock.
- * @busy:     on kpp_pring_drain_all()'s list of rings with a backlog.
+ * @busy:     on a drain's local list, under kpp_dev.prings_lock:
+ *            kpp_pring_drain_all()'s rings with a backlog, or
+ *            kpp_pring_kick()'s rings of the kicker.
+ * @mm_node:  on kpp_dev.prings_by_mm under its @mm, while it has one
+ *            (not an orphan); changed under kpp_dev.prings_lock.
  * @pages:    the distinct pages: header page, then data.
  * @nr_pages: how many @pages holds.
  * @area:     vmap of the header page and the data pages twice.
@@ -176,6 +181,7 @@ struct kpp_stamp {
 struct kpp_pring {
 	struct list_head node;
 	struct list_head busy;
+	struct rhlist_head mm_node;
 	struct page **pages;
 	int nr_pages;
 	void *area;
@@ -249,6 +255,9 @@ struct kpp_config_state {
  *             records while it holds it.  Guards @prings, @drain_buf and
  *             every ring's drain state.
  * @prings:    the producer rings (struct kpp_pring.node).
+ * @prings_by_mm: the rings that have an mm, by mm (struct
+ *             kpp_pring.mm_node): a kick finds its own rings without a
+ *             walk over everyone's.  Changed under @prings_lock.
  * @pring_size, @pring_total_max, @pring_uid_max: module parameters.
  * @pring_total: bytes all producer rings take now (pages included).
  * @pring_uids: bytes of producer rings by charge uid (kpp_charge_uid()),
@@ -270,6 +279,7 @@ struct kpp_dev {
 	struct kmem_cache *rec_cache;
 	struct mutex prings_lock;	/* guards @prings and the drain */
 	struct list_head prings;
+	struct rhltable prings_by_mm;
 	u64 pring_size;
 	u64 pring_total_max;
 	u64 pring_uid_max;

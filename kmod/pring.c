@@ -25,8 +25,9 @@
  * producer has reserved but not yet started to write reads as length 0,
  * which the drain treats as not committed.
  *
- * Locking: kpp_dev.prings_lock, a mutex, guards the list, the bounce
- * buffer and every ring's drain state; the drain copies and validates
+ * Locking: kpp_dev.prings_lock, a mutex, guards the list, the table of
+ * rings by mm (kpp_dev.prings_by_mm), the bounce buffer and every ring's
+ * drain state; the drain copies and validates
  * under it, and takes the consumer ring's lock only inside
  * kpp_ring_offer(), for the usual O(1) reservation.  A file's ring is
  * created under its kpp_file.lock (then prings_lock, to link it) and freed
@@ -56,12 +57,27 @@
 #include <linux/cred.h>
 #include <linux/jiffies.h>
 #include <linux/overflow.h>
+#include <linux/rhashtable.h>
 #include "kpp.h"
 #include "compat.h"
 
 /* Records one ring may give per pass of a drain, and passes per drain. */
 #define KPP_PRING_BUDGET	32
 #define KPP_PRING_PASSES	64
+
+/*
+ * kpp_dev.prings_by_mm: a ring's key is its mm pointer, which stays unique
+ * while the ring is in the table (the ring holds it with mmgrab(), so no
+ * other mm can be allocated at that address).  The table grows and shrinks
+ * with the number of mms, so a lookup costs O(1) however many rings other
+ * processes hold; the rings of one mm hang off one entry (rhltable).
+ */
+static const struct rhashtable_params kpp_pring_mm_params = {
+	.key_len = sizeof(struct mm_struct *),
+	.key_offset = offsetof(struct kpp_pring, mm),
+	.head_offset = offsetof(struct kpp_pring, mm_node),
+	.automatic_shrinking = true,
+};
 
 static u64 kpp_pring_bytes(u64 size)
 {
@@ -185,8 +201,17 @@ static struct kpp_pring *kpp_pring_create(void)
 	p->mm = current->mm;
 
 	mutex_lock(&kpp_dev.prings_lock);
-	list_add_tail(&p->node, &kpp_dev.prings);
+	/* may allocate a bucket table (GFP_ATOMIC): fails only for memory */
+	err = rhltable_insert(&kpp_dev.prings_by_mm, &p->mm_node,
+			      kpp_pring_mm_params);
+	if (!err)
+		list_add_tail(&p->node, &kpp_dev.prings);
 	mutex_unlock(&kpp_dev.prings_lock);
+	if (err) {
+		kpp_pring_free(p);
+		p = ERR_PTR(-ENOMEM);
+		goto err;
+	}
 	atomic_inc(&kpp_dev.pring_count);
 	return p;
 
@@ -577,24 +602,56 @@ out:
 }
 
 /**
- * kpp_pring_kick - KPPROF_IOC_KICK: drain the caller's own rings, a ring's
- * worth of records at most each (the walk is over every ring, under the
- * mutex: a kick is rate-limited by its producer, once per drain it saw).
+ * kpp_pring_kick - KPPROF_IOC_KICK: drain the caller's own rings (those
+ * its mm mapped), a ring's worth of records at most each.  They are found
+ * in kpp_dev.prings_by_mm, never by a walk over every ring: any local user
+ * may hold thousands of rings, and a kick holds the mutex every drain
+ * needs, so its cost must depend on the kicker's rings only.  A kick is
+ * rate-limited by its producer (once per drain it saw).
+ *
+ * A vfork child, which runs on its parent's mm until it execs, drains its
+ * parent's rings, as the parent could; a fork child has an mm (and rings)
+ * of its own.
  */
 void kpp_pring_kick(void)
 {
-	struct kpp_pring *p;
+	struct mm_struct *mm = current->mm;
+	struct rhlist_head *list, *pos;
+	struct kpp_pring *p, *n;
 	bool full = false;
+	LIST_HEAD(own);
 
 	mutex_lock(&kpp_dev.prings_lock);
-	list_for_each_entry(p, &kpp_dev.prings, node) {
-		if (p->mm != current->mm || p->orphan)
-			continue;
-		kpp_pring_drain_one(p, p->size / KPP_SMALL_RECORD_MAX, &full);
-		if (full)
-			break;
+	/*
+	 * RCU for the table's own walk only: the rings cannot go while
+	 * prings_lock is held, so they are collected and drained (which
+	 * sleeps) after it.
+	 */
+	rcu_read_lock();
+	list = rhltable_lookup(&kpp_dev.prings_by_mm, &mm, kpp_pring_mm_params);
+	rhl_for_each_entry_rcu(p, pos, list, mm_node)
+		list_add_tail(&p->busy, &own);
+	rcu_read_unlock();
+	list_for_each_entry_safe(p, n, &own, busy) {
+		list_del(&p->busy);
+		if (!full)
+			kpp_pring_drain_one(p, p->size / KPP_SMALL_RECORD_MAX,
+					    &full);
 	}
 	mutex_unlock(&kpp_dev.prings_lock);
+}
+
+/* kpp_pring_mm_unhash - @p gives up its mm (under prings_lock) */
+static void kpp_pring_mm_unhash(struct kpp_pring *p)
+{
+	lockdep_assert_held(&kpp_dev.prings_lock);
+	if (!p->mm)
+		return;
+	/* an entry that is in the table is always found: cannot fail */
+	WARN_ON_ONCE(rhltable_remove(&kpp_dev.prings_by_mm, &p->mm_node,
+				     kpp_pring_mm_params));
+	mmdrop(p->mm);
+	p->mm = NULL;
 }
 
 /*
@@ -618,6 +675,7 @@ static bool kpp_pring_settled(struct kpp_pring *p)
 static void kpp_pring_unlink_free(struct kpp_pring *p)
 {
 	lockdep_assert_held(&kpp_dev.prings_lock);
+	kpp_pring_mm_unhash(p);
 	list_del(&p->node);
 	atomic_dec(&kpp_dev.pring_count);
 	atomic64_sub(kpp_pring_bytes(p->size), &kpp_dev.pring_total);
@@ -696,8 +754,7 @@ void kpp_pring_release(struct kpp_file *kf)
 		kpp_pring_unlink_free(p);
 	} else {
 		/* nobody maps it any more: the mm need not be kept */
-		mmdrop(p->mm);
-		p->mm = NULL;
+		kpp_pring_mm_unhash(p);
 		p->orphan = true;
 	}
 	mutex_unlock(&kpp_dev.prings_lock);
@@ -745,9 +802,16 @@ int kpp_pring_init(u64 size, u64 total_max, u64 uid_max,
 	if (!is_power_of_2(size) || size < KPP_PRING_SIZE_MIN ||
 	    size > KPP_PRING_SIZE_MAX || size < 2 * KPP_RECORD_SIZE_MAX)
 		return -EINVAL;
+	int err;
+
 	kpp_dev.drain_buf = kmalloc(KPP_RECORD_SIZE_MAX, GFP_KERNEL);
 	if (!kpp_dev.drain_buf)
 		return -ENOMEM;
+	err = rhltable_init(&kpp_dev.prings_by_mm, &kpp_pring_mm_params);
+	if (err) {
+		kfree(kpp_dev.drain_buf);
+		return err;
+	}
 	mutex_init(&kpp_dev.prings_lock);
 	INIT_LIST_HEAD(&kpp_dev.prings);
 	kpp_dev.pring_size = size;
@@ -774,6 +838,8 @@ void kpp_pring_exit(void)
 		kpp_pring_unlink_free(p);
 	}
 	mutex_unlock(&kpp_dev.prings_lock);
+	/* empty: every ring left it above */
+	rhltable_destroy(&kpp_dev.prings_by_mm);
 	xa_destroy(&kpp_dev.pring_uids);
 	kfree(kpp_dev.drain_buf);
 }

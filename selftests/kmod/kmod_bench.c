@@ -16,11 +16,17 @@
  *   2b. the drain's cost per record in the consumer: rings filled with no
  *      consumer attached (no periodic drain), then KPPROF_IOC_DRAIN timed
  *      until they are empty, over the records it moved (pring_drained).
+ *   2c. the cost of a producer's KPPROF_IOC_KICK with its one (empty)
+ *      ring, alone on the host and then beside KICK_OTHERS idle rings of
+ *      other processes (KICK_UIDS uids, within pring_uid_max each): the
+ *      ratio says whether a kick's cost depends on anyone's rings but the
+ *      kicker's.  Also alone: `kmod_bench kick`.
  *   3. kernel memory of the module at the default ring size: free pages
  *      (MemFree + per-CPU lists), Slab and VmallocUsed around unload/load,
  *      and /sys/module/kpprof/coresize.
  *
  * usage: kmod_bench [seconds per throughput run, default 2]
+ *        kmod_bench kick       (2c only)
  * Prints figures only; exits non-zero if a measurement could not be made.
  */
 #include <errno.h>
@@ -32,7 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kpp_dev.h"
@@ -447,6 +455,120 @@ static void bench_drain_cost(void)
 	printf("  ratio drain/SUBMIT      %8.2fx\n", d / s);
 }
 
+/* ------------------------------------------------------ 2c. kick cost */
+
+#define KICK_OTHERS	2400
+#define KICK_UIDS	8
+#define KICK_UID0	60100
+#define KICK_CALLS	200
+#define KICK_ROUNDS	15
+
+/*
+ * kick_round_ns - median over KICK_ROUNDS of the ns per KPPROF_IOC_KICK of
+ * KICK_CALLS kicks on @fd, whose ring is mapped and empty.
+ */
+static double kick_round_ns(int fd)
+{
+	double per[KICK_ROUNDS];
+	__u64 t0;
+
+	for (int r = 0; r < KICK_ROUNDS; r++) {
+		t0 = now_ns();
+		for (int i = 0; i < KICK_CALLS; i++)
+			if (ioctl(fd, KPPROF_IOC_KICK))
+				die("KPPROF_IOC_KICK", errno);
+		per[r] = (double)(now_ns() - t0) / KICK_CALLS;
+	}
+	qsort(per, KICK_ROUNDS, sizeof(double), cmp_double);
+	return per[KICK_ROUNDS / 2];
+}
+
+/*
+ * kick_others - a child of uid @uid that maps @n producer rings (closing
+ * each descriptor: the mapping keeps the file, and its ring, alive),
+ * writes how many it got to @up, and waits for the parent to close @down.
+ */
+static pid_t kick_others(uid_t uid, int n, const int up[2], const int down[2])
+{
+	pid_t pid = fork();
+	int got = 0;
+	char c;
+
+	if (pid)
+		return pid;
+	/* the parent's ends: @down reads EOF once the parent closes its own */
+	close(up[0]);
+	close(down[1]);
+	/* always report, 0 if it cannot be @uid: the parent waits for all */
+	if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		n = 0;
+	for (; got < n; got++) {
+		struct pring p;
+		int fd = dev__open();
+
+		if (fd < 0 || pring__map(&p, fd))
+			break;
+		close(fd);
+	}
+	if (write(up[1], &got, sizeof(got)) != sizeof(got))
+		_exit(81);
+	while (read(down[0], &c, 1) < 0 && errno == EINTR)
+		;
+	_exit(0);
+}
+
+static void bench_kick_cost(void)
+{
+	int fd = dev__open(), up[2], down[2], others = 0, got;
+	pid_t pids[KICK_UIDS];
+	struct kpprof_stats st;
+	double alone, beside;
+	struct pring p;
+
+	if (fd < 0 || pring__map(&p, fd))
+		die("map a producer ring", fd < 0 ? -fd : errno);
+	if (dev__stats(fd, &st))
+		die("GET_STATS", errno);
+	if (st.pring_count != 1) {
+		fprintf(stderr, "kmod_bench: %u producer rings before the kick bench, not 1\n",
+			st.pring_count);
+		exit(1);
+	}
+	alone = kick_round_ns(fd);
+	if (pipe(up) || pipe(down))
+		die("pipe", errno);
+	for (int i = 0; i < KICK_UIDS; i++)
+		pids[i] = kick_others(KICK_UID0 + i, KICK_OTHERS / KICK_UIDS, up, down);
+	close(up[1]);
+	close(down[0]);
+	for (int i = 0; i < KICK_UIDS; i++) {
+		if (pids[i] < 0 || read(up[0], &got, sizeof(got)) != sizeof(got))
+			die("a process of idle rings", pids[i] < 0 ? errno : EPIPE);
+		others += got;
+	}
+	beside = kick_round_ns(fd);
+	close(down[1]);
+	for (int i = 0; i < KICK_UIDS; i++)
+		waitpid(pids[i], NULL, 0);
+	/* alone again, once their rings are gone: the mean of both */
+	if (dev__stats(fd, &st) || st.pring_count != 1)
+		die("the idle rings outlived their processes", EBUSY);
+	alone = (alone + kick_round_ns(fd)) / 2;
+	close(up[0]);
+	pring__unmap(&p);
+	close(fd);
+	if (others < KICK_OTHERS / 2) {
+		fprintf(stderr, "kmod_bench: only %d idle rings of other processes\n", others);
+		exit(1);
+	}
+	printf("KPPROF_IOC_KICK, the kicker's one empty ring, median of %d rounds of %d:\n",
+	       KICK_ROUNDS, KICK_CALLS);
+	printf("  alone on the host       %8.0f ns/kick\n", alone);
+	printf("  beside %4d idle rings  %8.0f ns/kick (%d processes of other uids)\n",
+	       others, beside, KICK_UIDS);
+	printf("  ratio beside/alone      %8.2fx\n", beside / alone);
+}
+
 /* ------------------------------------------------------ 3. memory */
 
 static long meminfo_kb(const char *key)
@@ -559,12 +681,13 @@ static void bench_memory(void)
 
 int main(int argc, char **argv)
 {
-	double seconds = argc > 1 ? atof(argv[1]) : 2.0;
+	bool kick_only = argc > 1 && !strcmp(argv[1], "kick");
+	double seconds = argc > 1 && !kick_only ? atof(argv[1]) : 2.0;
 	struct kpprof_config saved, cfg;
 	int fd = dev__open();
 
 	if (seconds <= 0 || seconds > 60) {
-		fprintf(stderr, "usage: kmod_bench [seconds per throughput run, 0 < s <= 60]\n");
+		fprintf(stderr, "usage: kmod_bench [seconds per throughput run, 0 < s <= 60 | kick]\n");
 		return 2;
 	}
 	if (fd < 0)
@@ -576,6 +699,10 @@ int main(int argc, char **argv)
 		die("SET_CONFIG", errno);
 
 	printf("# kmod_bench: %ld CPUs\n", sysconf(_SC_NPROCESSORS_ONLN));
+	if (kick_only) {
+		bench_kick_cost();
+		goto out;
+	}
 	bench_write_cost();
 	printf("throughput, %d-frame alloc records, %.1f s each, consumer thread polling:\n",
 	       TYPICAL_DEPTH, seconds);
@@ -591,10 +718,13 @@ int main(int argc, char **argv)
 		       n, n > 1 ? "s" : "", ring, sub, ring / sub);
 	}
 	bench_drain_cost();
+	bench_kick_cost();
+out:
 	if (dev__set_config(fd, &saved))
 		die("SET_CONFIG (restore)", errno);
 	close(fd);
 	/* last: it reloads the module (with default parameters) */
-	bench_memory();
+	if (!kick_only)
+		bench_memory();
 	return 0;
 }

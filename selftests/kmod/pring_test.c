@@ -16,6 +16,8 @@
  *     same file's ring is EBUSY; an O_RDONLY file cannot map one;
  *   - a process's last records are drained at its exit, with no consumer
  *     attached and nobody polling;
+ *   - KPPROF_IOC_KICK drains every ring of the caller's mm (a vfork
+ *     child's: its parent's) and no one else's;
  *   - an entry reserved and never committed is skipped after a bound,
  *     counted, and does not block the records behind it.
  */
@@ -642,6 +644,76 @@ TEST_F(pr, kick_drains_only_own_ring)
 	EXPECT_EQ(10, t->alloc[0]);
 	EXPECT_EQ(10, t->alloc[1]);
 	free(t);
+}
+
+/*
+ * A kick finds the caller's rings by its mm (kpp_dev.prings_by_mm, not a
+ * walk over every ring): all of them, on any file that may submit, after
+ * one of them left (its file closed); a vfork child, on its parent's mm,
+ * drains its parent's rings; a fork child, with an mm of its own, none.
+ * No consumer attached: nothing else drains.
+ */
+TEST_F(pr, kick_drains_every_ring_of_its_mm)
+{
+	unsigned char *buf = calloc(1, KPP_REC_BUF_MAX);
+	struct kpprof_stats st0, st1;
+	struct pring p[3];
+	int fd[3], i, j, status;
+	pid_t pid;
+
+	ASSERT_NE(NULL, buf);
+	ring_reader__unmap(&self->e.rr);
+	ASSERT_EQ(0, dev__ioctl(self->e.cfd, KPPROF_IOC_CONSUMER_DETACH, NULL));
+	for (i = 0; i < 3; i++) {
+		fd[i] = dev__open();
+		ASSERT_LE(0, fd[i]);
+		ASSERT_EQ(0, pring__map(&p[i], fd[i]));
+		for (j = 0; j < 4; j++)
+			ASSERT_EQ(0, pring__write(&p[i], buf, tally__rec(buf, j)));
+	}
+	/* the middle ring's file goes: its release drains it */
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
+	pring__unmap(&p[1]);
+	close(fd[1]);
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
+	EXPECT_EQ(4, st1.pring_drained - st0.pring_drained);
+	/* one kick, on a file without a ring, drains the two left */
+	ASSERT_EQ(0, dev__ioctl(self->e.pfd, KPPROF_IOC_KICK, NULL));
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
+	EXPECT_EQ(8, st0.pring_drained - st1.pring_drained)
+		TH_LOG("a kick drains every ring of the kicker's mm");
+
+	for (j = 0; j < 4; j++)
+		ASSERT_EQ(0, pring__write(&p[2], buf, tally__rec(buf, j)));
+	pid = vfork();
+	if (!pid)
+		_exit(ioctl(self->e.pfd, KPPROF_IOC_KICK) ? 1 : 0);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, status);
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
+	EXPECT_EQ(4, st1.pring_drained - st0.pring_drained)
+		TH_LOG("a vfork child's kick drains its parent's rings");
+
+	for (j = 0; j < 4; j++)
+		ASSERT_EQ(0, pring__write(&p[0], buf, tally__rec(buf, j)));
+	pid = fork();
+	if (!pid)
+		_exit(ioctl(self->e.pfd, KPPROF_IOC_KICK) ? 1 : 0);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, status);
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st0));
+	EXPECT_EQ(0, st0.pring_drained - st1.pring_drained)
+		TH_LOG("a fork child's kick drains none of its parent's rings");
+	ASSERT_EQ(0, dev__ioctl(self->e.pfd, KPPROF_IOC_KICK, NULL));
+	ASSERT_EQ(0, dev__stats(self->e.cfd, &st1));
+	EXPECT_EQ(4, st1.pring_drained - st0.pring_drained);
+	for (i = 0; i < 3; i += 2) {
+		pring__unmap(&p[i]);
+		close(fd[i]);
+	}
+	free(buf);
 }
 
 /*

@@ -26,6 +26,18 @@ TEST(published_sizes_match_structs)
 	EXPECT_EQ(KPPROF_CONFIG_PAGE_SIZE_VER0, offsetof(struct kpprof_config_page, size));
 }
 
+/* the drop reasons fit kpprof_stats.dropped[]; their numbers are ABI */
+TEST(drop_reasons_fit_the_stats)
+{
+	EXPECT_EQ(0, KPPROF_DROP_RING_FULL);
+	EXPECT_EQ(1, KPPROF_DROP_DISABLED);
+	EXPECT_EQ(2, KPPROF_DROP_SHARE);
+	EXPECT_EQ(3, KPPROF_DROP_NOMEM);
+	EXPECT_LT(KPPROF_DROP_NOMEM, KPPROF_DROP_REASONS);
+	EXPECT_EQ(KPPROF_DROP_REASONS * sizeof(__u64),
+		  sizeof(((struct kpprof_stats *)0)->dropped));
+}
+
 TEST(ioctl_numbers_encode_sizes)
 {
 	EXPECT_EQ(sizeof(struct kpprof_info), _IOC_SIZE(KPPROF_IOC_GET_INFO));

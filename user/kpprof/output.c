@@ -135,12 +135,14 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 	for (int i = 0; i < KPPROF_DROP_REASONS; i++)
 		d[i] = st.dropped[i] >= s->base.dropped[i] ? st.dropped[i] - s->base.dropped[i] : 0;
 	snprintf(buf, len,
-		 "kpprof: ring drops %llu (full) %llu (disabled) %llu (share), bad records %llu, "
+		 "kpprof: ring drops %llu (full) %llu (disabled) %llu (share) %llu (nomem), "
+		 "bad records %llu, "
 		 "over caps: buckets %llu stacks %llu live %llu, unknown frees %llu, "
 		 "processes dropped %llu, producer rings lost %llu (emptied %llu)",
 		 (unsigned long long)d[KPPROF_DROP_RING_FULL],
 		 (unsigned long long)d[KPPROF_DROP_DISABLED],
 		 (unsigned long long)d[KPPROF_DROP_SHARE],
+		 (unsigned long long)d[KPPROF_DROP_NOMEM],
 		 (unsigned long long)a->bad_records, (unsigned long long)a->over_buckets,
 		 (unsigned long long)a->over_stacks, (unsigned long long)a->over_live,
 		 (unsigned long long)a->unknown_frees, (unsigned long long)a->procs_dropped,
@@ -166,7 +168,7 @@ bool kpp_output__losses(const struct kpp_session *s, char *buf, size_t len)
 	bool refused = kpp_agg__refusals(a, buf + used, len - used);
 
 	/* Unknown frees are normal (allocations sampled before we attached). */
-	return d[KPPROF_DROP_RING_FULL] || d[KPPROF_DROP_SHARE] ||
+	return d[KPPROF_DROP_RING_FULL] || d[KPPROF_DROP_SHARE] || d[KPPROF_DROP_NOMEM] ||
 	       a->bad_records || a->over_buckets || a->lost_records || a->lost_resets ||
 	       a->over_stacks || a->over_live || y.objects_refused || y.mappings_refused ||
 	       maps_refused || refused;

@@ -51,6 +51,8 @@ int stat_main(int argc, char *argv[])
 	printf("dropped share     %llu (a uid over its %llu bytes)\n",
 	       (unsigned long long)st.dropped[KPPROF_DROP_SHARE],
 	       (unsigned long long)info.producer_share);
+	printf("dropped nomem     %llu (no kernel memory to copy a record in)\n",
+	       (unsigned long long)st.dropped[KPPROF_DROP_NOMEM]);
 	printf("rejected          %llu\n", (unsigned long long)st.rejected);
 	printf("unread            %llu bytes (prod_pos %llu, cons_pos %llu)\n",
 	       (unsigned long long)(st.prod_pos - st.cons_pos), (unsigned long long)st.prod_pos,
