@@ -799,11 +799,11 @@ void kpp_pring_drain_stop(void)
 int kpp_pring_init(u64 size, u64 total_max, u64 uid_max,
 		   unsigned int period_ms)
 {
+	int err;
+
 	if (!is_power_of_2(size) || size < KPP_PRING_SIZE_MIN ||
 	    size > KPP_PRING_SIZE_MAX || size < 2 * KPP_RECORD_SIZE_MAX)
 		return -EINVAL;
-	int err;
-
 	kpp_dev.drain_buf = kmalloc(KPP_RECORD_SIZE_MAX, GFP_KERNEL);
 	if (!kpp_dev.drain_buf)
 		return -ENOMEM;
