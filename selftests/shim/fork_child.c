@@ -16,13 +16,26 @@
  *                  "child-status N" (128+signal if killed).
  *   rate SECS      forks children that _exit(0) at once, waited for, for
  *                  SECS seconds: prints "forks-per-s N".
- *   seccomp-wait N installs N filters with prctl() from one thread; prints
- *                  "filters N ms M" (the time they took).
+ *   seccomp-wait N [stalled]
+ *                  installs N filters with prctl() from one thread; prints
+ *                  "filters N ms M" (the time they took).  With "stalled"
+ *                  (under shim_reader --stall-until-signal, which reads
+ *                  nothing until our SIGUSR1): 60000 allocations kept,
+ *                  then freed, first, so the ring has no room for a NOTE
+ *                  when the first filter goes in, and SIGUSR1 to the
+ *                  parent once the filters are in.
+ *
+ *   stacks         prints "stacks N kB K charged C kB": the anonymous
+ *                  mappings of 8 to 9 MiB (the shim's private stacks at
+ *                  their full size, premapped with the ring), their total
+ *                  size, and how much of it is commit charge (no "nr",
+ *                  VM_NORESERVE, in its smaps VmFlags).
  *
  * Exit 0 when the mode's check holds, 1 otherwise, 99 when the ring never
  * got mapped (except in rate mode, which also measures without the shim).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
@@ -96,6 +109,37 @@ static int wait_child(pid_t p)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static int stacks(void)
+{
+	char line[512];
+	unsigned long lo, hi, sz = 0, kb = 0, charged = 0, n = 0;
+	bool cand = false;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return 1;
+	while (fgets(line, sizeof(line), f)) {
+		char path[256] = "";
+
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %255s", &lo, &hi, path) >= 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			sz = (hi - lo) >> 10;
+			cand = !path[0] && sz >= 8192 && sz < 9216;
+			if (cand) {
+				n++;
+				kb += sz;
+			}
+		} else if (cand && !strncmp(line, "VmFlags:", 8)) {
+			if (!strstr(line, " nr"))
+				charged += sz;
+			cand = false;
+		}
+	}
+	fclose(f);
+	printf("stacks %lu kB %lu charged %lu kB\n", n, kb, charged);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -108,6 +152,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "no producer ring after %d allocations\n", i);
 		return 99;
 	}
+	if (!strcmp(mode, "stacks"))
+		return stacks();
 	if (!strcmp(mode, "errno-nofile")) {
 		int e;
 
@@ -156,14 +202,33 @@ int main(int argc, char **argv)
 		struct sock_filter f[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
 		struct sock_fprog prog = { .len = 1, .filter = f };
 
+		bool stalled = argc > 3 && !strcmp(argv[3], "stalled");
+		static void *kept[60000];
+		sigset_t usr2;
+
+		if (stalled) {
+			/* the reader's SIGUSR2 (it has drained) must not kill us */
+			sigemptyset(&usr2);
+			sigaddset(&usr2, SIGUSR2);
+			sigprocmask(SIG_BLOCK, &usr2, NULL);
+			/* ALLOCs (80 bytes in the ring at depth 1) until the ring
+			 * refuses, then FREEs (64, a NOTE's size) fill what is left */
+			for (i = 0; i < 60000; i++)
+				kept[i] = malloc(100);
+			for (i = 0; i < 60000; i++)
+				free(kept[i]);
+			t0 = now();
+		}
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 			return 1;
 		for (i = 0; i < n; i++)
 			if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0))
 				return 1;
 		printf("filters %d ms %.0f\n", n, (now() - t0) * 1e3);
+		if (stalled && kill(getppid(), SIGUSR1))
+			return 1;
 		return 0;
 	}
-	fprintf(stderr, "usage: fork_child errno-nofile|sandboxed|rate SECS|seccomp-wait N\n");
+	fprintf(stderr, "usage: fork_child errno-nofile|sandboxed|rate SECS|seccomp-wait N [stalled]|stacks\n");
 	return 2;
 }
