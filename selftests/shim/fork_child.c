@@ -15,7 +15,8 @@
  *                  not die making the shim's syscalls.  Prints
  *                  "child-status N" (128+signal if killed).
  *   rate SECS      forks children that _exit(0) at once, waited for, for
- *                  SECS seconds: prints "forks-per-s N".
+ *                  SECS seconds: prints "forks-per-s N cpu-us-per-fork U"
+ *                  (U: user+system time of parent and children per fork).
  *   seccomp-wait N [stalled]
  *                  installs N filters with prctl() from one thread; prints
  *                  "filters N ms M" (the time they took).  With "stalled"
@@ -73,6 +74,11 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double tv_us(const struct timeval *tv)
+{
+	return tv->tv_sec * 1e6 + tv->tv_usec;
 }
 
 #define TRAP(nr) \
@@ -182,8 +188,12 @@ int main(int argc, char **argv)
 		return i == 0 ? 0 : 1;
 	}
 	if (!strcmp(mode, "rate") && argc > 2) {
-		double secs = atof(argv[2]), t0 = now(), t;
+		double secs = atof(argv[2]), t0 = now(), t, cpu0;
+		struct rusage self, kids;
 		long n = 0;
+
+		getrusage(RUSAGE_SELF, &self);
+		cpu0 = tv_us(&self.ru_utime) + tv_us(&self.ru_stime);
 
 		do {
 			p = fork();
@@ -193,7 +203,11 @@ int main(int argc, char **argv)
 				return 1;
 			n++;
 		} while ((t = now() - t0) < secs);
-		printf("forks-per-s %.0f ring %d\n", n / t, has_ring());
+		getrusage(RUSAGE_SELF, &self);
+		getrusage(RUSAGE_CHILDREN, &kids);	/* only these children */
+		printf("forks-per-s %.0f cpu-us-per-fork %.1f ring %d\n", n / t,
+		       (tv_us(&self.ru_utime) + tv_us(&self.ru_stime) - cpu0 +
+			tv_us(&kids.ru_utime) + tv_us(&kids.ru_stime)) / n, has_ring());
 		return 0;
 	}
 	if (!strcmp(mode, "seccomp-wait") && argc > 2) {
