@@ -152,7 +152,7 @@ int main(int argc, char **argv)
 	pid_t p;
 	int i;
 
-	for (i = 0; i < 200000 && !has_ring(); i++)
+	for (i = 0; i < (strcmp(mode, "rate") ? 200000 : 1000) && !has_ring(); i++)
 		free(malloc(64 + i % 4096));
 	if (!has_ring() && strcmp(mode, "rate")) {
 		fprintf(stderr, "no producer ring after %d allocations\n", i);
