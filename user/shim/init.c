@@ -178,6 +178,7 @@ static void new_process(bool threaded)
 {
 	struct kpp_thread *t = &kpp_thread;
 	const volatile int *a = atomic_load(&kpp.alive);
+	int saved = errno;	/* fork() returned 0: the program's errno stays */
 
 	kpp.pid = getpid();
 	/*
@@ -187,8 +188,13 @@ static void new_process(bool threaded)
 	 * after it has sandboxed itself).  Otherwise (no ring in the
 	 * parent, or none to be had) the child submits with a descriptor: the
 	 * parent's, or, if the parent closed it (its ring), one opened here.
+	 * A stopped parent's child is stopped too, and makes none of these
+	 * syscalls: its parent's seccomp filter, which the shim saw, is in
+	 * force here as well (it may kill for open, ioctl or mmap).
 	 */
-	if (!kpp_pring_fork_child() && kpp.fd < 0)
+	if (atomic_load(&kpp.stopped))
+		kpp_pring_fork_child_stopped();
+	else if (!kpp_pring_fork_child() && kpp.fd < 0)
 		kpp.fd = reopen_device();
 	/* This thread's own interrupted path (a fork from a handler) resumes
 	 * here and keeps its guard; the other threads are not here. */
@@ -214,6 +220,7 @@ static void new_process(bool threaded)
 	 * that never samples.
 	 */
 	kpp_emit_comm(KPPROF_COMM_FORK);
+	errno = saved;
 }
 
 void kpp_process_slow(void)

@@ -346,16 +346,31 @@ bool kpp_pring_mapped(void)
  * Otherwise, as in any process, its first sample maps one.
  * Return: true if the child has a ring.
  */
-bool kpp_pring_fork_child(void)
+static void forget(void)
 {
-	bool had = atomic_load(&pr_state) == PR_MAPPED;
-	void *old = pr.hdr;
-
 	memset(&pr, 0, sizeof(pr));
 	atomic_store(&pr_state, PR_NONE);
 	atomic_store(&fd_close_pending, 0);
 	atomic_store(&test_draining, 0);
 	atomic_store(&kicked_tail, UINT64_MAX);
+}
+
+/*
+ * kpp_pring_fork_child_stopped - a new child of a stopped process: it has
+ * no ring and must not make one (no syscall; kpp.stopped says why).
+ */
+void kpp_pring_fork_child_stopped(void)
+{
+	forget();
+	atomic_store(&pr_state, PR_FAILED);
+}
+
+bool kpp_pring_fork_child(void)
+{
+	bool had = atomic_load(&pr_state) == PR_MAPPED;
+	void *old = pr.hdr;
+
+	forget();
 	/*
 	 * Where the parent's ring was: a fork() from a signal handler that
 	 * interrupted this thread inside ring_write() resumes that write

@@ -349,6 +349,8 @@ bool kpp_pring_wait_room(size_t len, uint64_t max_ns) KPP_HIDDEN;
 /* a new child: the parent's ring is not here; maps the child's own if the
  * parent had one (async-signal-safe); true if the child has a ring */
 bool kpp_pring_fork_child(void) KPP_HIDDEN;
+/* a new child of a stopped process: no ring, and none made (no syscall) */
+void kpp_pring_fork_child_stopped(void) KPP_HIDDEN;
 /* test mode: drain the emulated ring into the sink now (exec, exit) */
 void kpp_pring_flush(void) KPP_HIDDEN;
 void kpp_emit_comm(__u32 reason) KPP_HIDDEN;

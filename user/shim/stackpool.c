@@ -12,8 +12,9 @@
  * process's producer ring is mapped (kpp_stackpool_premap()): a program
  * that sandboxes itself after its first sample (a filter the shim cannot
  * see) then meets no mmap of ours unless more than KPP_STACKS_EARLY of its
- * threads sample at the same instant.  RLIMIT_AS is read once, at the
- * process's first sample (not at start: a syscall every process would pay).  A slot is claimed with a compare-and-swap on one
+ * threads sample at the same instant.  RLIMIT_AS and the overcommit mode
+ * are read once, at the process's first sample (not at start: syscalls
+ * every process would pay).  A slot is claimed with a compare-and-swap on one
  * bitmap word, lowest free bit first; nobody ever waits for a slot: with
  * all of them taken (64 threads sampling at the same instant) the sample
  * is skipped and counted (kpp_stackpool_busy).  A thread holds at most one
@@ -32,9 +33,12 @@
  * are no memory and no commit charge) until a handler uses it.  Blocking
  * signals around the sample instead would cost two rt_sigprocmask per
  * sample.  Under a finite RLIMIT_AS the address space is the program's
- * budget: there the stacks are KPP_STACK_SMALL (a handler needing more
- * crashes; README, "Known limits and hazards").
+ * budget, and under strict overcommit (vm.overcommit_memory 2, where
+ * MAP_NORESERVE is ignored) every mapped byte is commit charge: there the
+ * stacks are KPP_STACK_SMALL (a handler needing more crashes; README,
+ * "Known limits and hazards").
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -83,6 +87,27 @@ static void release(int i)
 	atomic_fetch_and_explicit(&slots_used, ~(1ULL << i), memory_order_release);
 }
 
+/*
+ * strict_overcommit - vm.overcommit_memory is 2: the kernel ignores
+ * MAP_NORESERVE there and charges every private writable byte to the
+ * commit limit, so 8 MiB stacks (KPP_STACKS_EARLY of them at the first
+ * sample) would be 32 MiB of commit per sampling process, which the
+ * program's own allocations then cannot have.  Read once, at the first
+ * stack's mapping (open, read, close; async-signal-safe).
+ */
+static bool strict_overcommit(void)
+{
+	char c = 0;
+	int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c == '2';
+}
+
 /* The slot's stack, mapped on its first use; NULL if mmap failed. */
 static void *slot_stack(int i)
 {
@@ -99,7 +124,8 @@ static void *slot_stack(int i)
 		struct rlimit as;
 
 		size = KPP_STACK_SIZE;
-		if (!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY)
+		if ((!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY) ||
+		    strict_overcommit())
 			size = KPP_STACK_SMALL;
 		atomic_store_explicit(&stack_size, size, memory_order_relaxed);
 	}
