@@ -34,8 +34,9 @@ kver=$(uname -r)
 vmko=/run/kpprof-vm/kpprof.ko
 o=$(mktemp -d /tmp/kpprof-debvm.XXXXXX)
 R=$o/root
-srv=
+srv= wl=
 cleanup() {
+	[ -z "$wl" ] || { kill "$wl" 2>/dev/null; wait "$wl" 2>/dev/null; }
 	[ -z "$srv" ] || { kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; }
 	for m in run tmp dev/pts dev sys proc ""; do umount "$R/$m" 2>/dev/null; done
 	# The other VM tests expect vm-run's module.
@@ -137,9 +138,21 @@ srv=$!
 for _ in $(seq 100); do grep -q serving "$o/serve.out" && break; sleep 0.1; done
 grep -q 'serving http://127.0.0.1:6061' "$o/serve.out" && tap_ok "the unit's command serves on 127.0.0.1:6061: $cmd" ||
 	tap_fail "collector" "$(cat "$o/serve.out")"
-# A program that knows nothing of kpprof (no LD_PRELOAD).
-in_root "env -u LD_PRELOAD build/selftests/install/wl_heap 64 0"
+# A program that knows nothing of kpprof (no LD_PRELOAD), alive while the
+# profile is scraped (the collector frees an exited process's blocks).
+# The heap profile shows its blocks once a cycle that saw them has ended.
+# (chroot, bash and env each exec the next: $! is wl_heap's own pid.)
+chroot "$R" /bin/bash -c "cd '$top' && exec env -u LD_PRELOAD build/selftests/install/wl_heap 64 600" \
+	</dev/null >/dev/null 2>&1 &
+wl=$!
+for _ in $(seq 600); do
+	curl -s 'http://127.0.0.1:6061/debug/pprof/heap?debug=1' | grep -q install_wl_leaf && break
+	sleep 0.1
+done
 step "scrape with go tool pprof" "go tool pprof -top http://127.0.0.1:6061/debug/pprof/heap > /tmp/top.txt && grep -q install_wl_leaf /tmp/top.txt"
+kill "$wl" 2>/dev/null
+wait "$wl" 2>/dev/null
+wl=
 step "scrape with curl" "curl -s 'http://127.0.0.1:6061/debug/pprof/heap?debug=1' | head | grep -q '^heap profile: '"
 step "disable system-wide capture" "kpprof disable"
 [ ! -e "$R/etc/ld.so.preload" ] && tap_ok "/etc/ld.so.preload gone again" || tap_fail "ld.so.preload left"
