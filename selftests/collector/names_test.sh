@@ -86,9 +86,32 @@ done
 cp -a /dev/kpprof "$root/dev/kpprof" 2>/dev/null ||
 	mknod "$root/dev/kpprof" c "$(stat -c '%t' /dev/kpprof | xargs printf %d 0x)" \
 		"$(stat -c '%T' /dev/kpprof | xargs printf %d 0x)"
+# The collector names a chroot'ed program's functions from the files it
+# opened through /proc/PID/root while the program lived (it trusts no path
+# a record claims): the program is held alive, after its allocations, until
+# the collector holds its binary open (or 60 s), then released to exit.
+held_run() {
+	local fifo=$out/hold rc i p
+	mkfifo "$fifo"
+	run chroot chroot "$root" /app/sites 20000 hold <"$fifo" &
+	local bg=$!
+	exec 9>"$fifo"
+	for ((i = 0; i < 600; i++)); do
+		for p in $(pgrep -x "$(basename "$K")"); do
+			ls -l "/proc/$p/fd" 2>/dev/null | grep -q -- "-> $root/app/sites\$" && break 2
+		done
+		sleep 0.1
+	done
+	[ $i -lt 600 ] || tap_diag "the collector did not open $root/app/sites within 60 s"
+	exec 9>&-
+	wait $bg
+	rc=$?
+	rm -f "$fifo"
+	return $rc
+}
 if [ -e /app/sites ]; then
 	tap_skip "chroot" "/app/sites exists outside the root"
-elif run chroot chroot "$root" /app/sites 20000; then
+elif held_run; then
 	t=$(pp -sample_index=inuse_space -top "$out/chroot/heap.pb.gz")
 	tap_diag "$t"
 	if has_fn "$t" fill_sites && has_fn "$t" other_sites; then

@@ -50,5 +50,9 @@ int main(int argc, char **argv)
 
 	fill_sites(n);
 	other_sites(n / 2);
+	/* "N hold": alive until stdin ends, for a test to release it */
+	if (argc > 2 && !strcmp(argv[2], "hold"))
+		while (read(0, &c, 1) > 0)
+			;
 	return keep[0] == NULL;
 }
