@@ -256,12 +256,16 @@ void kpp_emit_comm(__u32 reason)
 static size_t stack_record(struct kpp_thread *t, uintptr_t caller_fp,
 			   struct kpprof_record *h, __u64 *pcs, size_t fixed, __u16 kind)
 {
-	unsigned int n = kpp_stack(t, caller_fp, pcs, t->max_depth);
+	struct kpp_objs objs;
+	unsigned int n = kpp_stack(t, caller_fp, pcs, t->max_depth, &objs);
 	size_t size = fixed + n * sizeof(__u64);
 
 	if (!n)
 		return 0;
-	kpp_maps_send(pcs, n);
+	if (objs.complete)
+		kpp_maps_send_objs(&objs);
+	else
+		kpp_maps_send(pcs, n);
 	header(h, kind, (__u16)n, size);
 	return size;
 }

@@ -292,8 +292,28 @@ void kpp_set_stats(struct kpp_set_stats *st) KPP_HIDDEN;
  * Runs on a private stack (kpp_on_private_stack); @caller_fp is the frame
  * record switch.S left on the caller's stack, where fp walks start.
  */
+/*
+ * struct kpp_objs - the objects a DWARF walk met (unwind_cache.c), each
+ * from one _dl_find_object, so that neither the walk nor kpp_maps_send
+ * looks the same object up again frame after frame.  @complete: every
+ * recorded pc's object is here with @used set (kpp_maps_send_objs may
+ * send these instead of looking each pc up).
+ */
+#define KPP_WALK_OBJS	8
+struct kpp_obj {
+	uintptr_t lo, hi;		/* dlfo_map_start, dlfo_map_end */
+	const void *eh;			/* dlfo_eh_frame */
+	struct link_map *map;		/* dlfo_link_map */
+	bool used;			/* a recorded pc lies in it */
+};
+struct kpp_objs {
+	unsigned int n, last;		/* entries, the one that matched last */
+	bool complete;
+	struct kpp_obj o[KPP_WALK_OBJS];
+};
+/* @objs (NULL: not wanted) is filled by the DWARF walk, else incomplete. */
 unsigned int kpp_stack(struct kpp_thread *t, uintptr_t caller_fp, __u64 *pcs,
-		       unsigned int max) KPP_HIDDEN;
+		       unsigned int max, struct kpp_objs *objs) KPP_HIDDEN;
 unsigned int kpp_stack_fp(struct kpp_thread *t, __u64 *pcs, unsigned int max) KPP_HIDDEN;
 unsigned int kpp_stack_dwarf(__u64 *pcs, unsigned int max) KPP_HIDDEN;
 /* The child after fork: only this thread's private stack is in use. */
@@ -314,7 +334,7 @@ void kpp_stackpool_init(void) KPP_HIDDEN;
 /* map the first few private stacks now (when the ring is mapped) */
 void kpp_stackpool_premap(void) KPP_HIDDEN;
 /* The unwind-rule cache of the thread's private stack, NULL outside one. */
-#define KPP_UNWIND_CACHE_BYTES	(16 << 10)
+#define KPP_UNWIND_CACHE_BYTES	((64 << 10) + 64)
 void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
 /*
  * kpp_stack_cached - the DWARF stack from the frame record at @caller_fp
@@ -322,7 +342,7 @@ void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
  * take, use kpp_stack_dwarf.
  */
 int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int max,
-		     bool (*in_self)(uintptr_t)) KPP_HIDDEN;
+		     bool (*in_self)(uintptr_t), struct kpp_objs *objs) KPP_HIDDEN;
 uint64_t kpp_stackpool_skipped(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- records */
@@ -383,6 +403,8 @@ void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
 /* kpp_maps_send - MMAP records for the objects of @pcs not sent yet
  * (maps.c: _dl_find_object, no lock); kpp_maps_reset - send them again. */
 void kpp_maps_send(const __u64 *pcs, unsigned int n) KPP_HIDDEN;
+/* kpp_maps_send_objs - the same from a walk's complete object list. */
+void kpp_maps_send_objs(const struct kpp_objs *objs) KPP_HIDDEN;
 void kpp_maps_reset(void) KPP_HIDDEN;
 /* kpp_maps_abandon - give back the record buffer an abandoned sample held. */
 void kpp_maps_abandon(struct kpp_thread *t) KPP_HIDDEN;
