@@ -492,8 +492,13 @@ static const struct kpp_obj *find_obj(struct kpp_objs *objs, uintptr_t pc,
 			return o;
 		}
 	}
-	if (_dl_find_object((void *)pc, &dlfo) || !dlfo.dlfo_eh_frame)
+	if (_dl_find_object((void *)pc, &dlfo) || !dlfo.dlfo_eh_frame) {
+		/* The walk ends here; the pc it recorded last may still lie
+		 * in an object (one without unwind tables) that needs its
+		 * mapping: kpp_maps_send looks the pcs up. */
+		objs->complete = false;
 		return NULL;
+	}
 	if (objs->n < KPP_WALK_OBJS) {
 		objs->last = objs->n;
 		o = &objs->o[objs->n++];
