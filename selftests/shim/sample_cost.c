@@ -81,7 +81,7 @@ static void body(void *arg, uintptr_t caller_fp)
 		struct kpprof_rec_alloc r;
 		__u64 pcs[KPPROF_STACK_DEPTH_MAX];
 	} b;
-	unsigned int n = kpp_stack(&kpp_thread, caller_fp, b.r.pcs, 64);
+	unsigned int n = kpp_stack(&kpp_thread, caller_fp, b.r.pcs, 64, NULL);
 
 	if (!n)
 		abort();

@@ -21,7 +21,7 @@
  * machines, and has no such protection.
  *
  * Stopped (kpp.stopped: foreign fd, seccomp) nothing is submitted; the
- * record is counted in kpp.unsent.  kpp.emitters lets seccomp.c wait for
+ * record is counted in kpp.unsent.  kpp_emitters() lets seccomp.c wait for
  * threads that passed the check before it set the flag.
  */
 #include <errno.h>
@@ -163,6 +163,9 @@ bool kpp_free_record_now(const void *addr, uint64_t bytes)
 int kpp_emit(const void *rec, size_t size)
 {
 	struct kpp_thread *t = &kpp_thread;
+	struct kpp_shard *shard = kpp_shard();
+	/* Inside a sampling path this thread is counted in samplers already. */
+	bool announce = !t->sampling;
 	int saved = errno, ret = 0;
 
 	if (unlikely(atomic_load_explicit(&kpp.stopped, memory_order_relaxed))) {
@@ -170,13 +173,15 @@ int kpp_emit(const void *rec, size_t size)
 		return ECANCELED;
 	}
 	/* Pairs with seccomp.c: announce, then check the flag (seq_cst). */
-	atomic_fetch_add(&kpp.emitters, 1);
-	t->emitting++;
+	if (announce) {
+		atomic_fetch_add(&shard->emitters, 1);
+		t->emitting++;
+	}
 	/*
 	 * After the destructor's EXIT nothing more may follow it: the FREEs of
 	 * threads still running beside exit() are not gated by a sampling
 	 * path, so they are dropped here, counted (seq_cst, pairs with
-	 * kpp_fini(): it sets the flag, then waits for kpp.emitters).
+	 * kpp_fini(): it sets the flag, then waits for kpp_emitters()).
 	 */
 	if (unlikely(atomic_load(&kpp.exiting)) && !t->last_record) {
 		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
@@ -193,7 +198,7 @@ int kpp_emit(const void *rec, size_t size)
 	if (unlikely(atomic_load_explicit(&held_n, memory_order_relaxed)) && !t->flushing)
 		flush_held(t);
 	if (!kpp_submit(rec, size)) {
-		atomic_fetch_add_explicit(&kpp.writes_ok, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&shard->writes_ok, 1, memory_order_relaxed);
 	} else if (errno == ENOBUFS) {
 		atomic_fetch_add_explicit(&kpp.writes_dropped, 1, memory_order_relaxed);
 		ret = ENOBUFS;
@@ -215,8 +220,10 @@ int kpp_emit(const void *rec, size_t size)
 	}
 out:
 	kpp_pring_close_fd_when_alone();
-	t->emitting--;
-	atomic_fetch_sub(&kpp.emitters, 1);
+	if (announce) {
+		t->emitting--;
+		atomic_fetch_sub(&shard->emitters, 1);
+	}
 	errno = saved;
 	return ret;
 }
@@ -256,12 +263,16 @@ void kpp_emit_comm(__u32 reason)
 static size_t stack_record(struct kpp_thread *t, uintptr_t caller_fp,
 			   struct kpprof_record *h, __u64 *pcs, size_t fixed, __u16 kind)
 {
-	unsigned int n = kpp_stack(t, caller_fp, pcs, t->max_depth);
+	struct kpp_objs objs;
+	unsigned int n = kpp_stack(t, caller_fp, pcs, t->max_depth, &objs);
 	size_t size = fixed + n * sizeof(__u64);
 
 	if (!n)
 		return 0;
-	kpp_maps_send(pcs, n);
+	if (objs.complete)
+		kpp_maps_send_objs(&objs);
+	else
+		kpp_maps_send(pcs, n);
 	header(h, kind, (__u16)n, size);
 	return size;
 }

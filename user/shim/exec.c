@@ -68,11 +68,11 @@ static bool before_exec(void)
 	t->guard = 1;
 	kpp_process_check();
 	if (!kpp_foreign_process()) {
-		sent = atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed);
+		sent = kpp_writes_ok();
 		if (sent) {
 			kpp_emit_comm(KPPROF_COMM_EXEC);
 			kpp_pring_flush();
-			ended = atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed) != sent;
+			ended = kpp_writes_ok() != sent;
 		}
 	}
 	t->guard = guard;

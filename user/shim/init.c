@@ -60,6 +60,8 @@
 #include <unistd.h>
 #include "shim.h"
 
+struct kpp_shard kpp_shards[KPP_SHARDS];
+
 /*
  * kpp_samplers_leave - leave the count of threads in sampling paths
  * (seccomp.c waits for it).  Never below 0: in a child forked by a signal
@@ -68,8 +70,37 @@
  */
 void kpp_samplers_leave(void)
 {
-	if (atomic_fetch_sub(&kpp.samplers, 1) <= 0)
-		atomic_store(&kpp.samplers, 0);
+	struct kpp_shard *s = kpp_shard();
+
+	if (atomic_fetch_sub(&s->samplers, 1) <= 0)
+		atomic_store(&s->samplers, 0);
+}
+
+int kpp_samplers(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < KPP_SHARDS; i++)
+		n += atomic_load(&kpp_shards[i].samplers);
+	return n;
+}
+
+int kpp_emitters(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < KPP_SHARDS; i++)
+		n += atomic_load(&kpp_shards[i].emitters);
+	return n;
+}
+
+uint64_t kpp_writes_ok(void)
+{
+	uint64_t n = atomic_load_explicit(&kpp.writes_ok, memory_order_relaxed);
+
+	for (int i = 0; i < KPP_SHARDS; i++)
+		n += atomic_load_explicit(&kpp_shards[i].writes_ok, memory_order_relaxed);
+	return n;
 }
 
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
@@ -100,10 +131,11 @@ static void abandon(void *arg)
 	kpp_set_abandon(t);
 	kpp_maps_abandon(t);
 	if (t->emitting) {
-		atomic_fetch_sub(&kpp.emitters, (int)t->emitting);
+		atomic_fetch_sub(&kpp_shard()->emitters, (int)t->emitting);
 		t->emitting = 0;
 	}
 	t->flushing = 0;
+	t->sampling = 0;
 	kpp_samplers_leave();
 	t->guard = 0;
 	atomic_fetch_add_explicit(&kpp.abandoned, 1, memory_order_relaxed);
@@ -130,7 +162,7 @@ bool kpp_sample_begin(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb)
 	t->saved_errno = errno;
 	kpp_process_check();
 	/* Pairs with seccomp.c: announce, then re-check. */
-	atomic_fetch_add(&kpp.samplers, 1);
+	kpp_samplers_enter();
 	if (atomic_load(&kpp.stopped) || atomic_load(&kpp.ready) != 1) {
 		kpp_samplers_leave();
 		errno = t->saved_errno;
@@ -138,12 +170,14 @@ bool kpp_sample_begin(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb)
 		return false;
 	}
 	_pthread_cleanup_push(cb, abandon, t);
+	t->sampling = 1;
 	return true;
 }
 
 void kpp_sample_end(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb)
 {
 	_pthread_cleanup_pop(cb, 0);
+	t->sampling = 0;
 	kpp_samplers_leave();
 	errno = t->saved_errno;
 	t->guard = 0;
@@ -198,8 +232,13 @@ static void new_process(bool threaded)
 		kpp.fd = reopen_device();
 	/* This thread's own interrupted path (a fork from a handler) resumes
 	 * here and keeps its guard; the other threads are not here. */
-	atomic_store(&kpp.samplers, 0);
-	atomic_store(&kpp.emitters, t->emitting ? 1 : 0);
+	for (int i = 0; i < KPP_SHARDS; i++) {
+		atomic_store(&kpp_shards[i].samplers, 0);
+		atomic_store(&kpp_shards[i].emitters, 0);
+		atomic_store(&kpp_shards[i].writes_ok, 0);
+	}
+	atomic_store(&kpp_shard()->emitters, t->emitting ? 1 : 0);
+	atomic_store(&kpp_shard()->samplers, t->sampling ? 1 : 0);
 	atomic_store(&kpp.writes_ok, 0);
 	atomic_store(&kpp.writes_dropped, 0);
 	atomic_store(&kpp.writes_failed, 0);
@@ -494,8 +533,8 @@ static void kpp_fini(void)
 	if (!atomic_compare_exchange_strong(&kpp.ready, &one, -1))	/* pass-through */
 		return;
 	atomic_store(&kpp.exiting, 1);
-	for (int i = 0; i < 10000 && (atomic_load(&kpp.samplers) > (t->guard ? 1 : 0) ||
-				      atomic_load(&kpp.emitters) > (int)t->emitting); i++)
+	for (int i = 0; i < 10000 && (kpp_samplers() > (t->guard ? 1 : 0) ||
+				      kpp_emitters() > (int)t->emitting); i++)
 		sched_yield();
 	t->last_record = 1;
 	kpp_emit_comm(KPPROF_COMM_EXIT);
@@ -505,9 +544,9 @@ static void kpp_fini(void)
 		  kpp_pring_mapped() ? "mapped" : "not mapped",
 		  (unsigned long long)kpp.pring_fallback);
 	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu, not sent (stopped) %llu, in sampling paths %d, frees held %llu, lost %llu, objects unsent %llu, samples abandoned %llu, seccomp waits cut %llu",
-		  (unsigned long long)kpp.writes_ok, (unsigned long long)kpp.writes_dropped,
+		  (unsigned long long)kpp_writes_ok(), (unsigned long long)kpp.writes_dropped,
 		  (unsigned long long)kpp.writes_failed, (unsigned long long)kpp.table_full,
-		  (unsigned long long)kpp.unsent, atomic_load(&kpp.samplers),
+		  (unsigned long long)kpp.unsent, kpp_samplers(),
 		  (unsigned long long)kpp.frees_held, (unsigned long long)kpp.frees_lost,
 		  (unsigned long long)kpp.maps_unsent,
 		  (unsigned long long)kpp.abandoned,

@@ -383,7 +383,7 @@ static int call_try(enum wait_kind k, void *l)
 /*
  * clock_read - the clock for contention timing, unless the shim has
  * stopped (seccomp.c: a filter is going in).  Announced like a sample
- * (kpp.samplers, which seccomp.c waits for), so the filter never goes in
+ * (kpp_samplers(), which seccomp.c waits for), so the filter never goes in
  * between the check and the read: on a host whose clocksource the vDSO
  * cannot serve (some guests') the read is a clock_gettime syscall, which
  * the filter may forbid.  A wait that began before the stop and ends
@@ -393,7 +393,7 @@ static bool clock_read(uint64_t *now)
 {
 	bool on;
 
-	atomic_fetch_add(&kpp.samplers, 1);
+	kpp_samplers_enter();
 	on = !atomic_load(&kpp.stopped);
 	if (on)
 		*now = kpp_now_ns();

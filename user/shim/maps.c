@@ -145,10 +145,10 @@ static int take_buf(void)
  * emit_object - the MMAP records of one object, from its headers in
  * memory.  Returns false if nothing could be sent (retry later).
  */
-static bool emit_object(const struct dl_find_object *o, struct sent *s)
+static bool emit_object(const struct kpp_obj *o, struct sent *s)
 {
-	uintptr_t lo = (uintptr_t)o->dlfo_map_start, hi = (uintptr_t)o->dlfo_map_end;
-	const struct link_map *lm = o->dlfo_link_map;
+	uintptr_t lo = o->lo, hi = o->hi;
+	const struct link_map *lm = o->map;
 	const long page = 4096;
 	const uintptr_t mask = ~((uintptr_t)page - 1);
 	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)lo;
@@ -209,9 +209,9 @@ static bool emit_object(const struct dl_find_object *o, struct sent *s)
 	return sent_any;
 }
 
-static void send_object(const struct dl_find_object *o)
+static void send_object(const struct kpp_obj *o)
 {
-	uintptr_t start = (uintptr_t)o->dlfo_map_start, lm = (uintptr_t)o->dlfo_link_map;
+	uintptr_t start = o->lo, lm = (uintptr_t)o->map;
 	unsigned int h = (unsigned int)((start >> 12) * 0x9E3779B1u);
 
 	for (unsigned int i = 0; i < SENT_SLOTS; i++) {
@@ -241,37 +241,67 @@ static void send_object(const struct dl_find_object *o)
  * lock: _dl_find_object (about 7 ns) once per object change along the
  * stack, one slot look-up per object.
  */
+/* find - _dl_find_object into a struct kpp_obj; false: no object there. */
+static bool find(const void *p, struct kpp_obj *o)
+{
+	struct dl_find_object d;
+
+	if (_dl_find_object((void *)p, &d))
+		return false;
+	o->lo = (uintptr_t)d.dlfo_map_start;
+	o->hi = (uintptr_t)d.dlfo_map_end;
+	o->eh = d.dlfo_eh_frame;
+	o->map = d.dlfo_link_map;
+	return true;
+}
+
+/*
+ * The main program first, whatever the stack: the collector takes a
+ * process's first mapping for its executable (profile_write.c).
+ */
+static void send_main(void)
+{
+	if (unlikely(!atomic_load_explicit(&main_sent, memory_order_acquire))) {
+		struct kpp_obj o;
+		void *entry = (void *)getauxval(AT_ENTRY);
+
+		if (entry && find(entry, &o))
+			send_object(&o);
+		atomic_store_explicit(&main_sent, 1, memory_order_release);
+	}
+}
+
 void kpp_maps_send(const __u64 *pcs, unsigned int n)
 {
 	uintptr_t lo = 0, hi = 0;
 
-	/*
-	 * The main program first, whatever the stack: the collector takes a
-	 * process's first mapping for its executable (profile_write.c).
-	 */
-	if (unlikely(!atomic_load_explicit(&main_sent, memory_order_acquire))) {
-		struct dl_find_object o;
-		void *entry = (void *)getauxval(AT_ENTRY);
-
-		if (entry && !_dl_find_object(entry, &o))
-			send_object(&o);
-		atomic_store_explicit(&main_sent, 1, memory_order_release);
-	}
-
+	send_main();
 	for (unsigned int i = 0; i < n; i++) {
 		uintptr_t pc = (uintptr_t)pcs[i];
-		struct dl_find_object o;
+		struct kpp_obj o;
 
 		if (pc >= lo && pc < hi)
 			continue;
-		if (_dl_find_object((void *)pc, &o)) {
+		if (!find((void *)pc, &o)) {
 			lo = hi = 0;
 			continue;
 		}
-		lo = (uintptr_t)o.dlfo_map_start;
-		hi = (uintptr_t)o.dlfo_map_end;
+		lo = o.lo;
+		hi = o.hi;
 		send_object(&o);
 	}
+}
+
+/*
+ * kpp_maps_send_objs - the objects the DWARF walk already looked up for
+ * the pcs it recorded (struct kpp_objs): no look-up at all here.
+ */
+void kpp_maps_send_objs(const struct kpp_objs *objs)
+{
+	send_main();
+	for (unsigned int i = 0; i < objs->n; i++)
+		if (objs->o[i].used)
+			send_object(&objs->o[i]);
 }
 
 /* kpp_maps_reset - forget what was sent (a new process: fork, _Fork,

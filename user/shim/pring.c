@@ -291,9 +291,13 @@ void kpp_pring_close_fd_when_alone(void)
 {
 	int fd;
 
-	/* only we are inside kpp_emit(): any later one sees the ring mapped */
+	/*
+	 * only we are inside kpp_emit() or a sampling path (whose kpp_emit()
+	 * calls are not announced in emitters, emit.c), each counted once:
+	 * any later one sees the ring mapped
+	 */
 	if (likely(!atomic_load_explicit(&fd_close_pending, memory_order_relaxed)) ||
-	    atomic_load(&kpp.emitters) > 1 || !atomic_exchange(&fd_close_pending, 0))
+	    kpp_emitters() + kpp_samplers() > 1 || !atomic_exchange(&fd_close_pending, 0))
 		return;
 	fd = kpp.fd;
 	kpp.fd = -1;

@@ -362,14 +362,19 @@ static bool table_put(struct table *t, const void *p, uint64_t size)
 		size_t bi = (h + i) & mask;
 		struct bucket *b = &t->b[bi];
 		_Atomic uint8_t *used = &t->page_used[bi / BUCKETS_PER_PAGE];
+		/* A page written before may be read first: a taken slot is
+		 * then skipped with a load, not a failed (locked) CAS. */
+		bool written = atomic_load_explicit(used, memory_order_relaxed);
 
-		if (!atomic_load_explicit(used, memory_order_relaxed))
+		if (!written)
 			atomic_store_explicit(used, 1, memory_order_relaxed);
 		for (size_t s = 0; s < SLOTS; s++) {
 			uintptr_t zero = 0;
 
-			/* CAS without a load first: see the file comment. */
-			if (!atomic_compare_exchange_strong(&b->slot[s].key, &zero,
+			/* Else CAS without a load first: see the file comment. */
+			if ((written && atomic_load_explicit(&b->slot[s].key,
+							     memory_order_relaxed)) ||
+			    !atomic_compare_exchange_strong(&b->slot[s].key, &zero,
 							    (uintptr_t)p))
 				continue;
 			b->slot[s].size = size;

@@ -127,8 +127,8 @@ static void stop_for_filter(void)
 	 * goes in anyway, and a sample still under way may meet it (counted).
 	 */
 	for (uint64_t t0 = kpp_now_ns();
-	     atomic_load(&kpp.samplers) > self_sampling ||
-	     atomic_load(&kpp.emitters) > self_emitting;) {
+	     kpp_samplers() > self_sampling ||
+	     kpp_emitters() > self_emitting;) {
 		if (kpp_now_ns() - t0 > 1000000000ULL) {
 			atomic_fetch_add(&kpp.seccomp_unwaited, 1);
 			kpp_debug("seccomp: a thread still in a sampling path after 1 s; not waiting");

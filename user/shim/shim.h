@@ -129,8 +129,12 @@ static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
  * @heap_rate: the mean the countdown in force was drawn with; 0 = none
  *             drawn yet (a new thread).  A countdown drawn with another
  *             rate than the one in force is only a poll point (heap.c).
- * @emitting:  this thread is inside kpp_emit() (seccomp.c waits for the
- *             others, not for itself).
+ * @emitting:  this thread is inside kpp_emit() and announced there in
+ *             its shard's emitters (seccomp.c waits for the others, not
+ *             for itself).  Not inside a sampling path (@sampling):
+ *             that one is announced already.
+ * @sampling:  inside kpp_sample_begin() .. kpp_sample_end(), counted in
+ *             its shard's samplers.
  * @last_record: this thread is emitting the process's COMM (EXIT), the one
  *             record kpp.exiting lets through.
  */
@@ -156,12 +160,20 @@ struct kpp_thread {
 	uint32_t growing;		/* holds sampled_set.c's grow lock */
 	int map_buf;			/* maps.c record buffer held + 1, 0: none */
 	uint32_t last_record;
+	uint32_t sampling;
 };
 extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
 
 /* --------------------------------------------------------- config */
 
-/* Process-wide state set up by kpp_init(). */
+/*
+ * Process-wide state set up by kpp_init().  Read on every sample and
+ * record by every thread, so the fields that are read-mostly come first,
+ * and the counters, written by whoever counts, start a cache line of
+ * their own: a count must not take the line the other threads' next
+ * check reads.  The counts every sample or record updates are not here
+ * at all but in kpp_shards[].
+ */
 struct kpp_global {
 	int fd;				/* /dev/kpprof, -1: pass-through */
 	int test_sink;			/* KPPROF_TEST_CONFIG: write(2) to fd */
@@ -174,31 +186,65 @@ struct kpp_global {
 	int64_t env_mutex_fraction;
 	uintptr_t self_lo, self_hi;	/* the shim's own text, skipped in stacks */
 	_Atomic int ready;		/* 1 once init finished: sampling allowed */
-	_Atomic int samplers;		/* threads inside a sampling path */
 	_Atomic uint32_t unloads;	/* dlclose calls: unwind rules go stale */
-	_Atomic uint64_t writes_ok, writes_dropped, writes_failed;
-	_Atomic uint64_t table_full;
 	_Atomic int stopped;		/* KPP_STOP_*: nothing more is emitted */
-	_Atomic int emitters;		/* threads inside kpp_emit() */
 	_Atomic int exiting;		/* COMM (EXIT) is next: nothing else goes out */
 	_Atomic int seccomp_checked;	/* the inherited-filter check ran */
+	_Atomic int no_heap;		/* our malloc is not the program's (alloc_check.c) */
+	int pid;			/* this process (init.c: new-process checks) */
+	const volatile int *_Atomic alive; /* 1 on a MADV_WIPEONFORK page */
+	int fork_threaded;		/* fork_prepare: other threads had run */
+	/* records written outside kpp_emit (seccomp.c's NOTE); kpp_writes_ok() */
+	_Atomic uint64_t writes_ok __attribute__((aligned(64)));
+	_Atomic uint64_t writes_dropped, writes_failed;
+	_Atomic uint64_t table_full;
 	_Atomic uint64_t unsent;	/* events not sent since stopped */
 	_Atomic uint64_t frees_held;	/* FREEs retried after a full ring */
 	_Atomic uint64_t frees_lost;	/* ... that could not be held */
-	_Atomic int no_heap;		/* our malloc is not the program's (alloc_check.c) */
 	_Atomic uint64_t seccomp_unwaited; /* filters installed beside a sample */
 	_Atomic uint64_t abandoned;	/* samples a signal handler jumped out of */
 	_Atomic uint64_t maps_unsent;	/* objects whose MMAP could not be sent */
 	_Atomic uint64_t pring_fallback; /* no producer ring: SUBMIT per record */
-	int pid;			/* this process (init.c: new-process checks) */
-	const volatile int *_Atomic alive; /* 1 on a MADV_WIPEONFORK page */
-	int fork_threaded;		/* fork_prepare: other threads had run */
 };
+
+/*
+ * kpp_shards - the counts every sample and record updates, one set per
+ * cache line; a thread always uses the same set (kpp_shard(), from the
+ * address of its TLS), so threads sampling on other CPUs do not take the
+ * line from each other at every record.  Readers (seccomp.c, exit, exec)
+ * sum them: a waiter sets its flag, then reads every shard (all seq_cst),
+ * so a thread that announced itself in its shard after the waiter read
+ * that shard also sees the flag, as with one counter.
+ */
+#define KPP_SHARDS	16
+struct kpp_shard {
+	_Atomic int samplers;		/* threads inside a sampling path */
+	_Atomic int emitters;		/* threads inside kpp_emit() */
+	_Atomic uint64_t writes_ok;	/* records kpp_emit() got in */
+} __attribute__((aligned(64)));
+extern struct kpp_shard kpp_shards[KPP_SHARDS] KPP_HIDDEN;
 
 /* Why the shim stopped emitting (kpp.stopped). */
 #define KPP_STOP_FD		1	/* our fd number is no longer /dev/kpprof */
 #define KPP_STOP_SECCOMP	2	/* a seccomp filter is (about to be) in force */
 extern struct kpp_global kpp KPP_HIDDEN;
+
+static inline struct kpp_shard *kpp_shard(void)
+{
+	uintptr_t a = (uintptr_t)&kpp_thread >> 12;
+
+	return &kpp_shards[(a * 0x9E3779B97F4A7C15ULL) >> (64 - 4)];
+}
+_Static_assert(KPP_SHARDS == 1 << 4, "kpp_shard takes 4 bits");
+/* Sums over kpp_shards (plus kpp.writes_ok for the records counted there). */
+int kpp_samplers(void) KPP_HIDDEN;
+int kpp_emitters(void) KPP_HIDDEN;
+uint64_t kpp_writes_ok(void) KPP_HIDDEN;
+/* kpp_samplers_enter - announce a sampling path (seq_cst; pair: kpp_samplers_leave). */
+static inline void kpp_samplers_enter(void)
+{
+	atomic_fetch_add(&kpp_shard()->samplers, 1);
+}
 
 /*
  * kpp_config_refresh - re-read the config page into this thread's cache if
@@ -292,8 +338,28 @@ void kpp_set_stats(struct kpp_set_stats *st) KPP_HIDDEN;
  * Runs on a private stack (kpp_on_private_stack); @caller_fp is the frame
  * record switch.S left on the caller's stack, where fp walks start.
  */
+/*
+ * struct kpp_objs - the objects a DWARF walk met (unwind_cache.c), each
+ * from one _dl_find_object, so that neither the walk nor kpp_maps_send
+ * looks the same object up again frame after frame.  @complete: every
+ * recorded pc's object is here with @used set (kpp_maps_send_objs may
+ * send these instead of looking each pc up).
+ */
+#define KPP_WALK_OBJS	8
+struct kpp_obj {
+	uintptr_t lo, hi;		/* dlfo_map_start, dlfo_map_end */
+	const void *eh;			/* dlfo_eh_frame */
+	struct link_map *map;		/* dlfo_link_map */
+	bool used;			/* a recorded pc lies in it */
+};
+struct kpp_objs {
+	unsigned int n, last;		/* entries, the one that matched last */
+	bool complete;
+	struct kpp_obj o[KPP_WALK_OBJS];
+};
+/* @objs (NULL: not wanted) is filled by the DWARF walk, else incomplete. */
 unsigned int kpp_stack(struct kpp_thread *t, uintptr_t caller_fp, __u64 *pcs,
-		       unsigned int max) KPP_HIDDEN;
+		       unsigned int max, struct kpp_objs *objs) KPP_HIDDEN;
 unsigned int kpp_stack_fp(struct kpp_thread *t, __u64 *pcs, unsigned int max) KPP_HIDDEN;
 unsigned int kpp_stack_dwarf(__u64 *pcs, unsigned int max) KPP_HIDDEN;
 /* The child after fork: only this thread's private stack is in use. */
@@ -314,7 +380,7 @@ void kpp_stackpool_init(void) KPP_HIDDEN;
 /* map the first few private stacks now (when the ring is mapped) */
 void kpp_stackpool_premap(void) KPP_HIDDEN;
 /* The unwind-rule cache of the thread's private stack, NULL outside one. */
-#define KPP_UNWIND_CACHE_BYTES	(16 << 10)
+#define KPP_UNWIND_CACHE_BYTES	((64 << 10) + 64)
 void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
 /*
  * kpp_stack_cached - the DWARF stack from the frame record at @caller_fp
@@ -322,7 +388,7 @@ void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
  * take, use kpp_stack_dwarf.
  */
 int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int max,
-		     bool (*in_self)(uintptr_t)) KPP_HIDDEN;
+		     bool (*in_self)(uintptr_t), struct kpp_objs *objs) KPP_HIDDEN;
 uint64_t kpp_stackpool_skipped(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- records */
@@ -385,6 +451,8 @@ void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
 /* kpp_maps_send - MMAP records for the objects of @pcs not sent yet
  * (maps.c: _dl_find_object, no lock); kpp_maps_reset - send them again. */
 void kpp_maps_send(const __u64 *pcs, unsigned int n) KPP_HIDDEN;
+/* kpp_maps_send_objs - the same from a walk's complete object list. */
+void kpp_maps_send_objs(const struct kpp_objs *objs) KPP_HIDDEN;
 void kpp_maps_reset(void) KPP_HIDDEN;
 /* kpp_maps_abandon - give back the record buffer an abandoned sample held. */
 void kpp_maps_abandon(struct kpp_thread *t) KPP_HIDDEN;
@@ -422,7 +490,7 @@ bool kpp_seccomp_inherited(void) KPP_HIDDEN;
 
 /* kpp_exec_resolve - the real exec functions, at start (exec.c). */
 void kpp_exec_resolve(void) KPP_HIDDEN;
-/* kpp_samplers_leave - the end of what kpp.samplers counted (init.c). */
+/* kpp_samplers_leave - the end of what kpp_samplers_enter() counted (init.c). */
 void kpp_samplers_leave(void) KPP_HIDDEN;
 /* kpp_seccomp_resolve - the real prctl and syscall, at start (seccomp.c). */
 void kpp_seccomp_resolve(void) KPP_HIDDEN;

@@ -207,14 +207,21 @@ __attribute__((destructor)) static void crosscheck_report(void)
 #endif
 
 unsigned int kpp_stack(struct kpp_thread *t, uintptr_t caller_fp, __u64 *pcs,
-		       unsigned int max)
+		       unsigned int max, struct kpp_objs *objs)
 {
-	unsigned int n;
+	struct kpp_objs none;
+	unsigned int n, m;
 
+	if (!objs)
+		objs = &none;
+	objs->complete = false;
 	if (kpp.unwind_libunwind) {
 		void *cache = kpp_stackpool_cache(t);
 		int got = cache && caller_fp ?
-			  kpp_stack_cached(cache, caller_fp, pcs, max, in_self) : -1;
+			  kpp_stack_cached(cache, caller_fp, pcs, max, in_self, objs) : -1;
+
+		if (got < 0)
+			objs->complete = false;
 
 		n = got >= 0 ? (unsigned int)got : kpp_stack_dwarf(pcs, max);
 #ifdef KPP_UNWIND_CROSSCHECK
@@ -231,5 +238,8 @@ unsigned int kpp_stack(struct kpp_thread *t, uintptr_t caller_fp, __u64 *pcs,
 #endif
 	} else
 		n = stack_fp(t, caller_fp, pcs, max);
-	return cut_at_bad_pc(pcs, n);
+	m = cut_at_bad_pc(pcs, n);
+	if (m != n)
+		objs->complete = false;
+	return m;
 }

@@ -10,17 +10,18 @@
  * to the private stack the sample runs on (stackpool.c: one thread at a
  * time, so no synchronisation).  A rule is found again only for the same
  * pc in the same object (its .eh_frame, from glibc's lock-free
- * _dl_find_object, a few ns).  Another object loaded where one was
- * unloaded may have its .eh_frame at the same address and other code at
- * the same pc: every dlclose (maps.c counts them in kpp.unloads) empties
- * each cache before its next walk.  Anything else -- a signal frame, a CFA or a saved
- * register given by a DWARF expression, a CFA on another register
- * (stack realignment) -- and the whole stack is taken by libgcc's
- * _Unwind_Backtrace instead (stack.c).
+ * _dl_find_object, once per object and walk: find_obj).  Another object
+ * loaded where one was unloaded may have its .eh_frame at the same
+ * address and other code at the same pc: every dlclose (maps.c counts
+ * them in kpp.unloads) empties each cache before its next walk.  Anything
+ * else -- a signal frame, a CFA or a saved register given by a DWARF
+ * expression, a CFA on another register (stack realignment) -- and the
+ * whole stack is taken by libgcc's _Unwind_Backtrace instead (stack.c).
  *
  * libgcc parses the CIE and FDE and runs the CFA program again for every
  * frame of every sample, about 1800 instructions a frame; a hit here is a
- * _dl_find_object, a compare and three loads.
+ * range check of the walk's last object, one cache line of rules and
+ * three loads.
  */
 #include <dlfcn.h>
 #include <string.h>
@@ -31,23 +32,46 @@
 #define DW_RA		16
 
 enum { RULE_NONE, RULE_STEP, RULE_END, RULE_SLOW };
+#define RULE_KIND	3
+#define RULE_ON_RBP	4	/* CFA = rbp + k, else rsp + k */
 
+/*
+ * One rule in 16 bytes, four to a 64-byte set: a look-up reads one cache
+ * line.  Offsets are in 8-byte units (a call site's CFA and saved rbp are
+ * 8-aligned; any other rule is RULE_SLOW, and libgcc takes that stack).
+ */
 struct rule {
 	uint64_t pc;
-	const void *eh;		/* the object's .eh_frame: a new object misses */
-	int32_t cfa_off;
-	int16_t rbp_off;	/* 0: rbp unchanged */
-	uint8_t cfa_reg;
-	uint8_t kind;
+	uint32_t eh;		/* the object's .eh_frame, low 32 bits: a new object misses */
+	uint16_t cfa_off;	/* CFA = reg + 8 * cfa_off */
+	int8_t rbp_off;		/* caller's rbp at CFA + 8 * rbp_off; 0: unchanged */
+	uint8_t kind;		/* RULE_* | RULE_ON_RBP */
 };
 
-/* The cache: a header (the dlclose count its rules were found at), rules. */
-struct cache_hdr {
+#define WAYS		4
+#define CACHE_SETS	1024	/* power of 2: 64 KiB of rules */
+
+struct rule_set {
+	struct rule way[WAYS];	/* most recently used first */
+};
+
+/*
+ * The cache: the sets, then a header (the dlclose count its rules were
+ * found at, and the pages written since, the only ones a flush clears).
+ * 64 KiB hold the call sites of large programs: glib's gmenumodel test
+ * walks about 2000 distinct return addresses, which a 16 KiB direct-mapped
+ * cache (680 rules) missed in 0.5 to 7% of its frames, each miss a libgcc
+ * FDE search and a CFA program run.
+ */
+struct cache {
+	struct rule_set set[CACHE_SETS];
 	uint32_t unloads;
-	uint32_t pad[15];
+	uint32_t touched;	/* bit i: page i of set[] written */
 };
 
-#define CACHE_ENTRIES	((KPP_UNWIND_CACHE_BYTES - sizeof(struct cache_hdr)) / sizeof(struct rule))
+_Static_assert(sizeof(struct rule) == 16, "a rule is 16 bytes");
+_Static_assert(sizeof(struct cache) <= KPP_UNWIND_CACHE_BYTES, "the cache fits its mapping");
+_Static_assert(sizeof(((struct cache *)0)->set) / 4096 <= 32, "touched has a bit per page");
 
 /* libgcc's, under private names (Makefile). */
 struct dwarf_eh_bases {
@@ -305,7 +329,8 @@ out_bad:
 	vm->slow = true;
 }
 
-/* find_rule - the rule at return address @pc (in the object @eh). */
+/* find_rule - the rule at return address @pc, into @r (its kind and offsets). */
+__attribute__((noinline))
 static void find_rule(struct rule *r, uint64_t pc)
 {
 	struct dwarf_eh_bases bases;
@@ -392,27 +417,107 @@ static void find_rule(struct rule *r, uint64_t pc)
 		p += alen;
 	}
 	run(&vm, p, end, (uintptr_t)bases.func, pc, false);
-	if (vm.slow || (vm.s.cfa_reg != DW_RSP && vm.s.cfa_reg != DW_RBP) ||
-	    vm.s.cfa_off < 8 || vm.s.cfa_off > INT32_MAX ||
-	    vm.s.rbp_off < INT16_MIN || vm.s.rbp_off > INT16_MAX)
+	if (vm.slow || (vm.s.cfa_reg != DW_RSP && vm.s.cfa_reg != DW_RBP))
 		return;
 	if (vm.s.ra == 0) {
 		r->kind = RULE_END;
 		return;
 	}
-	if (vm.s.ra != 1)
+	if (vm.s.ra != 1 || vm.s.cfa_off < 8 || vm.s.cfa_off > 8 * (int64_t)UINT16_MAX ||
+	    (vm.s.cfa_off & 7) || (vm.s.rbp_off & 7) ||
+	    vm.s.rbp_off < 8 * INT8_MIN || vm.s.rbp_off > 8 * INT8_MAX)
 		return;
-	r->cfa_reg = (uint8_t)vm.s.cfa_reg;
-	r->cfa_off = (int32_t)vm.s.cfa_off;
-	r->rbp_off = (int16_t)vm.s.rbp_off;
-	r->kind = RULE_STEP;
+	r->cfa_off = (uint16_t)(vm.s.cfa_off / 8);
+	r->rbp_off = (int8_t)(vm.s.rbp_off / 8);
+	r->kind = RULE_STEP | (vm.s.cfa_reg == DW_RBP ? RULE_ON_RBP : 0);
+}
+
+/*
+ * rule_of - the rule for return address @pc in the object whose
+ * .eh_frame is @eh: a hit moves to the front of its set; a miss reads
+ * the FDE and takes the place of the set's least recently used rule.
+ */
+static const struct rule *rule_of(struct cache *c, uint64_t pc, const void *eh)
+{
+	struct rule_set *set = &c->set[(pc * 0x9E3779B97F4A7C15ULL) >> (64 - 10)];
+	uint32_t tag = (uint32_t)(uintptr_t)eh;
+	struct rule r;
+	unsigned int i;
+
+	_Static_assert(CACHE_SETS == 1 << 10, "the set index takes 10 bits");
+	for (i = 0; i < WAYS; i++)
+		if (set->way[i].pc == pc && set->way[i].eh == tag)
+			break;
+	if (likely(i == 0))
+		return &set->way[0];
+	if (i < WAYS) {
+		r = set->way[i];
+	} else {
+		i = WAYS - 1;
+		memset(&r, 0, sizeof(r));
+		find_rule(&r, pc);
+		r.pc = pc;
+		r.eh = tag;
+		c->touched |= 1U << (((uintptr_t)set - (uintptr_t)c->set) / 4096);
+	}
+	memmove(&set->way[1], &set->way[0], i * sizeof(r));
+	set->way[0] = r;
+	return &set->way[0];
+}
+
+/*
+ * find_obj - the object @pc lies in, from the walk's own list of the
+ * objects it met (most stacks stay in a handful: the program, glib, libc),
+ * else from _dl_find_object (then added to the list while there is room).
+ * The list lives only as long as one walk: the thread's stack cannot
+ * change under it, so an object it names is still the one there (no
+ * dlclose counting needed, unlike the rules).  NULL: no object, or one
+ * without unwind tables.
+ */
+static const struct kpp_obj *find_obj(struct kpp_objs *objs, uintptr_t pc,
+				      struct kpp_obj *spare)
+{
+	struct dl_find_object dlfo;
+	struct kpp_obj *o;
+
+	if (objs->last < objs->n) {
+		o = &objs->o[objs->last];
+		if (pc - o->lo < o->hi - o->lo)
+			return o;
+	}
+	for (unsigned int i = 0; i < objs->n; i++) {
+		o = &objs->o[i];
+		if (pc - o->lo < o->hi - o->lo) {
+			objs->last = i;
+			return o;
+		}
+	}
+	if (_dl_find_object((void *)pc, &dlfo) || !dlfo.dlfo_eh_frame) {
+		/* The walk ends here; the pc it recorded last may still lie
+		 * in an object (one without unwind tables) that needs its
+		 * mapping: kpp_maps_send looks the pcs up. */
+		objs->complete = false;
+		return NULL;
+	}
+	if (objs->n < KPP_WALK_OBJS) {
+		objs->last = objs->n;
+		o = &objs->o[objs->n++];
+	} else {
+		objs->complete = false;	/* kpp_maps_send looks the pcs up */
+		o = spare;
+	}
+	o->lo = (uintptr_t)dlfo.dlfo_map_start;
+	o->hi = (uintptr_t)dlfo.dlfo_map_end;
+	o->eh = dlfo.dlfo_eh_frame;
+	o->map = dlfo.dlfo_link_map;
+	o->used = false;
+	return o;
 }
 
 int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int max,
-		     bool (*in_self)(uintptr_t))
+		     bool (*in_self)(uintptr_t), struct kpp_objs *objs)
 {
-	struct cache_hdr *hdr = cache;
-	struct rule *rules = (struct rule *)(hdr + 1);
+	struct cache *c = cache;
 	uint32_t unloads = atomic_load_explicit(&kpp.unloads, memory_order_acquire);
 	/* The frame that called switch.S, from the frame record it left. */
 	uintptr_t pc = ((const uintptr_t *)caller_fp)[1];
@@ -420,40 +525,45 @@ int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int 
 	uintptr_t rbp = ((const uintptr_t *)caller_fp)[0];
 	unsigned int n = 0, frames = 0;
 	bool user = !kpp.self_hi;
+	struct kpp_obj spare;
 
+	objs->n = objs->last = 0;
+	objs->complete = true;
 	if (max > KPPROF_STACK_DEPTH_MAX)
 		max = KPPROF_STACK_DEPTH_MAX;
-	if (unlikely(hdr->unloads != unloads)) {
-		memset(rules, 0, CACHE_ENTRIES * sizeof(*rules));
-		hdr->unloads = unloads;
+	if (unlikely(c->unloads != unloads)) {
+		for (unsigned int pg = 0; c->touched; pg++)
+			if (c->touched & (1U << pg)) {
+				memset((char *)c->set + pg * 4096, 0, 4096);
+				c->touched &= ~(1U << pg);
+			}
+		c->unloads = unloads;
 	}
 	while (n < max && pc && frames++ < max + 64) {
-		struct dl_find_object dlfo;
-		struct rule *r;
+		const struct kpp_obj *o;
+		const struct rule *r;
 		uintptr_t cfa;
 
 		if (!user && !in_self(pc))
 			user = true;
 		if (user)
 			pcs[n++] = pc;
-		if (_dl_find_object((void *)(pc - 1), &dlfo) || !dlfo.dlfo_eh_frame)
+		o = find_obj(objs, pc - 1, &spare);
+		if (!o)
 			break;		/* no unwind tables: the stack ends */
-		r = &rules[(pc ^ (pc >> 12)) % CACHE_ENTRIES];
-		if (r->pc != pc || r->eh != dlfo.dlfo_eh_frame || r->kind == RULE_NONE) {
-			find_rule(r, pc);
-			r->pc = pc;
-			r->eh = dlfo.dlfo_eh_frame;
-		}
-		if (r->kind == RULE_END)
+		if (user)
+			((struct kpp_obj *)o)->used = true;
+		r = rule_of(c, pc, o->eh);
+		if ((r->kind & RULE_KIND) == RULE_END)
 			break;
-		if (r->kind != RULE_STEP)
+		if ((r->kind & RULE_KIND) != RULE_STEP)
 			return -1;
-		cfa = (r->cfa_reg == DW_RSP ? rsp : rbp) + (uintptr_t)(intptr_t)r->cfa_off;
+		cfa = (r->kind & RULE_ON_RBP ? rbp : rsp) + 8 * (uintptr_t)r->cfa_off;
 		/* A call site's CFA lies above its stack pointer. */
 		if (cfa <= rsp || (cfa & 7))
 			return -1;
 		if (r->rbp_off)
-			rbp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r->rbp_off);
+			rbp = *(const uintptr_t *)(cfa + 8 * (intptr_t)r->rbp_off);
 		pc = *(const uintptr_t *)(cfa - 8);
 		rsp = cfa;
 	}
