@@ -656,6 +656,58 @@ TEST_F(sym, path_claim_opened_with_producer_rights)
 }
 
 /*
+ * A loaded run of hostile_files_test: 2 x 5000 records naming one
+ * root-only path, each a range never mapped, were each an attempt (a
+ * helper thread, four opens) while the uid's token bucket refilled, and it
+ * refills with wall time: the slower the collector, the more attempts.  A
+ * refused (process, path) is now remembered: 1000 records of it cost one
+ * attempt, so the uid's burst (KPP_SYM_CLAIMS_BURST) is still there for a
+ * file it may read.  Before, the 1000 refusals spent the burst and the
+ * readable claim was refused too.
+ */
+TEST_F(sym, refused_claim_tried_once)
+{
+	char real[4096], cmd[8192], secret[4096], pub[64];
+	struct kpp_map m = { .uid = 65534 };
+	struct kpp_sym_stats st;
+	struct kpp_sym out;
+	int wr, status;
+	pid_t child;
+
+	if (geteuid())
+		SKIP(return, "needs root (a child runs as nobody)");
+	ASSERT_NE(NULL, realpath(lib_path(), real));
+	strcpy(pub, "/tmp/kpprof-sym-pub.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(pub));
+	snprintf(cmd, sizeof(cmd), "chmod 755 %s && cp %s %s/lib.so && chmod 644 %s/lib.so && "
+		 "mkdir -m 700 %s/secret3 && cp %s %s/secret3/lib.so && chmod 600 %s/secret3/lib.so",
+		 pub, real, pub, pub, self->dir, real, self->dir, self->dir);
+	ASSERT_EQ(0, system(cmd));
+	snprintf(secret, sizeof(secret), "%s/secret3/lib.so", self->dir);
+	child = start_nobody(&wr);
+	ASSERT_LT(0, child);
+	m.path = secret;
+	for (int i = 0; i < 1000; i++) {
+		m.start = 0x7e0000000000ULL + (uint64_t)i * 0x10000;
+		m.end = m.start + 0x1000;
+		kpp_symbolizer__prefetch(self->s, child, &m);
+	}
+	kpp_symbolizer__stats(self->s, &st);
+	EXPECT_EQ(1000u, st.claims_refused);
+	snprintf(cmd, sizeof(cmd), "%s/lib.so", pub);
+	m.path = cmd;
+	m.start = 0x7f0000000000ULL;
+	m.end = m.start + 0x100000;
+	EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, child, &m, m.start + 0x1200, &out))
+		TH_LOG("a file nobody may read was refused after 1000 refusals of one path: "
+		       "each refusal was tried and spent the uid's claims");
+	close(wr);
+	waitpid(child, &status, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", pub);
+	EXPECT_EQ(0, system(cmd));
+}
+
+/*
  * The records' process is not the one under their pid any more: a reused
  * pid, or the producer exec'd a setuid program (ruid still the producer's).
  * Neither lends its credentials to the producer's claims: a root process

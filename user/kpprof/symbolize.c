@@ -126,6 +126,14 @@ struct dm_ent {
 #define OBJ_HASH 4096
 #define MAP_HASH 65536
 #define UID_SLOTS 1024
+#define MEMO_SLOTS 4096
+
+/* A path claim refused for a process (claim_memo): direct-mapped, lossy. */
+struct refused_claim {
+	uint64_t path_hash;
+	uint32_t pid, uid;
+	double at;		/* 0: empty slot */
+};
 
 /* What one uid may cost; beyond it its requests are refused and counted. */
 struct uid_use {
@@ -153,6 +161,7 @@ struct kpp_symbolizer {
 	struct object *pending[KPP_SYM_MAX_PENDING_FDS];	/* oldest first */
 	size_t nr_pending;
 	struct uid_use uids[UID_SLOTS];
+	struct refused_claim refused[MEMO_SLOTS];
 	struct kpp_sym_stats st;
 	struct dm_ent *dm;
 	size_t dm_size, dm_n;
@@ -301,6 +310,66 @@ static struct uid_use *uid_use(struct kpp_symbolizer *s, uint32_t uid)
 	return NULL;
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+	return h;
+}
+
+/*
+ * claim_memo - the slot remembering whether @pid (records of @uid) was
+ * refused @path.  A producer's records may name one path thousands of
+ * times (each a range never mapped: a new mapping entry each); without
+ * the memo each was one attempt (a helper thread, four opens) as long as
+ * the uid's token bucket refilled, and the bucket refills with wall time:
+ * the slower the collector went (a loaded machine), the more attempts it
+ * allowed.  Lossy by design: a slot taken by another claim just means one
+ * more attempt.  A hit needs the same pid, uid and path hash, so one
+ * producer's paths cannot mask another's.
+ */
+static struct refused_claim *claim_memo(struct kpp_symbolizer *s, uint32_t pid, uint32_t uid,
+					const char *path, uint64_t *hash)
+{
+	uint64_t h = hash_str(path);
+
+	*hash = h;
+	h = (h ^ pid ^ ((uint64_t)uid << 32)) * 0x9e3779b97f4a7c15ULL;
+	return &s->refused[(h >> 32) % MEMO_SLOTS];
+}
+
+static bool claim_refused_lately(struct kpp_symbolizer *s, uint32_t pid, uint32_t uid,
+				 const char *path)
+{
+	uint64_t hash;
+	struct refused_claim *r = claim_memo(s, pid, uid, path, &hash);
+
+	return r->at && r->path_hash == hash && r->pid == pid && r->uid == uid &&
+	       now_s() - r->at < KPP_SYM_CLAIM_MEMO_S;
+}
+
+static void claim_refused_remember(struct kpp_symbolizer *s, uint32_t pid, uint32_t uid,
+				   const char *path)
+{
+	uint64_t hash;
+	struct refused_claim *r = claim_memo(s, pid, uid, path, &hash);
+
+	r->path_hash = hash;
+	r->pid = pid;
+	r->uid = uid;
+	r->at = now_s();
+}
+
 /*
  * May @uid make us try one more path claim?  Each costs a helper thread;
  * a live process's mapping that map_files does not know is nearly always
@@ -310,13 +379,11 @@ static struct uid_use *uid_use(struct kpp_symbolizer *s, uint32_t uid)
 static bool claim_allowed(struct kpp_symbolizer *s, uint32_t uid)
 {
 	struct uid_use *u = uid_use(s, uid);
-	struct timespec ts;
 	double now;
 
 	if (!u)
 		return false;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = ts.tv_sec + ts.tv_nsec / 1e9;
+	now = now_s();
 	if (!u->claims_at)
 		u->claims = KPP_SYM_CLAIMS_BURST;
 	else
@@ -941,15 +1008,6 @@ out:
 		close(dfd);
 }
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
-	return h;
-}
-
 static uint64_t map_hash(uint32_t pid, const struct kpp_map *m)
 {
 	uint64_t h = hash_str(m->path) ^ ((uint64_t)pid << 32);
@@ -1095,8 +1153,12 @@ static void resolve(struct kpp_symbolizer *s, struct mapent *e, uint32_t pid,
 		/* The file mapped there; else the path, as the process could open it. */
 		fd = kpp_open_map_files(pid, m, real, sizeof(real));
 		if (fd < 0 && m->path[0] == '/') {
-			if (claim_allowed(s, e->uid))
+			if (!claim_refused_lately(s, pid, m->uid, m->path) &&
+			    claim_allowed(s, e->uid)) {
 				fd = kpp_open_as_producer(pid, m->uid, m->path, false);
+				if (fd < 0)
+					claim_refused_remember(s, pid, m->uid, m->path);
+			}
 			if (fd < 0)
 				s->st.claims_refused++;
 			else

@@ -34,6 +34,12 @@ struct kpp_symbolizer;
 /* Path claims (no map_files entry) tried per uid: a rate, in bursts. */
 #define KPP_SYM_CLAIMS_PER_S		20
 #define KPP_SYM_CLAIMS_BURST		200
+/*
+ * A claim refused for a process (its path not openable with its rights) is
+ * not tried again for that process and path for this long: a flood of
+ * records naming one path costs one attempt, not one per record.
+ */
+#define KPP_SYM_CLAIM_MEMO_S		30
 /* A .gnu_debuglink file larger than this is refused unread (libxul's is ~1 GiB). */
 #define KPP_DEBUGLINK_MAX_SIZE		(2ULL << 30)
 /* CRC bytes read in one uid's own directories, over the collector's life. */
@@ -46,7 +52,8 @@ struct kpp_sym_stats {
 	uint64_t mappings_refused;	/* over KPP_SYM_MAX_MAPPINGS_UID */
 	uint64_t mappings_forgotten;	/* oldest dropped at KPP_SYM_MAX_MAPPINGS */
 	uint64_t fds_closed;		/* prefetched fds closed over the budget */
-	uint64_t claims_refused;	/* a path the process could not open itself,
+	uint64_t claims_refused;	/* a path the process could not open itself
+					 * (or could not within KPP_SYM_CLAIM_MEMO_S),
 					 * or over KPP_SYM_CLAIMS_PER_S */
 	uint64_t build_id_mismatch;	/* the file has another build-id */
 	uint64_t debuglink_refused;	/* not a basename, or no usable object path */
