@@ -11,14 +11,15 @@
 # dlsym in libc's handle, which the shim never sees (as glibc's internal
 # unloads of iconv modules): a kept rule took a wrong stack, or read at a
 # non-canonical address or above the stack's top (SIGSEGV) in the
-# production build.
+# production build, and the second library's frames were named as the
+# first's (one MMAP record for both, no MUNMAP).
 # usage: selftests/shim/reload_host_test.sh [CROSSCHECK-SHIM.so [SHIM.so]]
 set -u
 shim_defaults= . "$(dirname "$0")/lib.sh"
 lib=$(realpath "${1:-$top/build/user/shim/libkpprof-crosscheck.so}")
 prod=$(realpath "${2:-$top/build/user/shim/libkpprof.so}")
 
-tap_plan 6
+tap_plan 7
 shim_test_config 1 1 1 >"$tmp/cfg" || { tap_fail "config file"; tap_done; }
 
 # reload_run SHIM ARGS...: $d/reload under SHIM; output in $out, status in $rc.
@@ -59,4 +60,17 @@ for order in "libreload_fp.so libreload_nofp.so" "libreload_b.so libreload_a.so"
 		tap_ok "libc's dlclose, $order: no crash (6 loads at one address)" ||
 		tap_fail "libc's dlclose, $order: rc $rc after $loads of 6 loads" "$(grep -v '^kpprof' <<<"$out")"
 done
+
+# The mapping records (maps.c): each library's own MMAP, the old one's MUNMAP
+# (once the libraries shared one record: the second was named as the first).
+out=$(KPPROF_EXCLUDE_FILE=$tmp/none KPPROF_TEST_CONFIG=$tmp/cfg KPPROF_TEST_SINK=$tmp/sink \
+	LD_PRELOAD=$prod timeout -s KILL 60 "$d/reload" "$d" libreload_a.so libreload_b.so libc 2>&1)
+rc=$?
+"$d/shim_reader" --decode "$tmp/sink" >"$tmp/dump" 2>&1
+na=$(grep -c '^MMAP .*/libreload_a.so$' "$tmp/dump")
+nb=$(grep -c '^MMAP .*/libreload_b.so$' "$tmp/dump")
+nu=$(grep -c '^MUNMAP' "$tmp/dump")
+[ $rc = 0 ] && [ "$na" = 3 ] && [ "$nb" = 3 ] && [ "$nu" = 5 ] &&
+	tap_ok "libc's dlclose: each of the 6 loads has its MMAP record, 5 MUNMAP" ||
+	tap_fail "libc's dlclose: MMAP records" "rc $rc: libreload_a.so $na, libreload_b.so $nb (want 3 and 3), MUNMAP $nu (want 5)"
 tap_done
