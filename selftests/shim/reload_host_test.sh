@@ -12,14 +12,15 @@
 # unloads of iconv modules): a kept rule took a wrong stack, or read at a
 # non-canonical address or above the stack's top (SIGSEGV) in the
 # production build, and the second library's frames were named as the
-# first's (one MMAP record for both, no MUNMAP).
+# first's (one MMAP record for both, no MUNMAP).  Last, glibc's own unloads
+# of iconv modules (iconv_reload.c): no MMAP over a live mapping.
 # usage: selftests/shim/reload_host_test.sh [CROSSCHECK-SHIM.so [SHIM.so]]
 set -u
 shim_defaults= . "$(dirname "$0")/lib.sh"
 lib=$(realpath "${1:-$top/build/user/shim/libkpprof-crosscheck.so}")
 prod=$(realpath "${2:-$top/build/user/shim/libkpprof.so}")
 
-tap_plan 7
+tap_plan 8
 shim_test_config 1 1 1 >"$tmp/cfg" || { tap_fail "config file"; tap_done; }
 
 # reload_run SHIM ARGS...: $d/reload under SHIM; output in $out, status in $rc.
@@ -73,4 +74,24 @@ nu=$(grep -c '^MUNMAP' "$tmp/dump")
 [ $rc = 0 ] && [ "$na" = 3 ] && [ "$nb" = 3 ] && [ "$nu" = 5 ] &&
 	tap_ok "libc's dlclose: each of the 6 loads has its MMAP record, 5 MUNMAP" ||
 	tap_fail "libc's dlclose: MMAP records" "rc $rc: libreload_a.so $na, libreload_b.so $nb (want 3 and 3), MUNMAP $nu (want 5)"
+# The same with glibc's own unloads of iconv modules, which the wrapper never
+# sees: every MMAP at a start still mapped in the records follows a MUNMAP
+# there, and each of UTF-32.so and UNICODE.so, loaded 4 times, is sent again.
+rm -f "$tmp/sink"
+KPPROF_EXCLUDE_FILE=$tmp/none KPPROF_TEST_CONFIG=$tmp/cfg KPPROF_TEST_SINK=$tmp/sink \
+	LD_PRELOAD=$prod timeout -s KILL 60 "$d/iconv_reload" >/dev/null 2>&1
+rc=$?
+"$d/shim_reader" --decode "$tmp/sink" >"$tmp/dump" 2>&1
+if [ $rc = 2 ]; then
+	tap_skip "iconv modules" "no gconv modules for UTF-32 or UNICODE"
+else
+	over=$(awk '$1 == "MMAP" { if ($5 in live) n++; live[$5] = 1 }
+		    $1 == "MUNMAP" { delete live[$5] } END { print n + 0 }' "$tmp/dump")
+	nu=$(grep -c '^MMAP .*/UTF-32.so$' "$tmp/dump")
+	nn=$(grep -c '^MMAP .*/UNICODE.so$' "$tmp/dump")
+	[ $rc = 0 ] && [ "$over" = 0 ] && [ "$nu" -ge 2 ] && [ "$nn" -ge 2 ] &&
+		tap_ok "iconv modules unloaded by glibc: $nu MMAP of UTF-32.so, $nn of UNICODE.so, none over a live one" ||
+		tap_fail "iconv modules unloaded by glibc" \
+			"rc $rc: $over MMAP over a live mapping, UTF-32.so $nu, UNICODE.so $nn (want 0, >= 2, >= 2): $(grep -E '^MMAP|^MUNMAP' "$tmp/dump" | grep -E 'UTF-32|UNICODE|^MUNMAP' | head -6)"
+fi
 tap_done

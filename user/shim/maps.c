@@ -211,27 +211,31 @@ static bool emit_object(const struct kpp_obj *o, struct sent *s)
 }
 
 /*
- * replaced - the object @o starts where slot @s's did, under the same
- * link_map (malloc reuses it), but its identity (unwind_cache.c's tag:
- * build-id included) differs: it was unloaded behind the dlclose wrapper
- * (glibc's own unloads of iconv modules, libc's dlclose reached by a
- * dlsym in libc's handle) and another object loaded there.  Then the old
- * one's MUNMAP goes now, the slot is given back (true) and the caller
- * sends @o.  A slot sent without a tag (a stack that libgcc or fp took:
- * kpp_maps_send), or being claimed, adopts @o's.  False: the same object,
- * or another thread is at it.
+ * replaced - slot @s holds another object than @o at the same start, or
+ * may: a link_map @m other than @o's (nonzero: the dlclose wrapper, which
+ * clears it, did not see the unload), or the same link_map (malloc
+ * reuses it) but another identity (unwind_cache.c's tag: build-id
+ * included).  Such an object was unloaded behind the wrapper (glibc's own
+ * unloads of iconv modules, libc's dlclose reached by a dlsym in libc's
+ * handle) and @o loaded there.  Then the old one's MUNMAP goes now, the
+ * slot is given back (true) and the caller sends @o.  With the same
+ * link_map, a slot sent without a tag (a stack that libgcc or fp took:
+ * kpp_maps_send), or being claimed, adopts @o's.  False: the same
+ * object, or another thread is at it.
  */
-static bool replaced(struct sent *s, const struct kpp_obj *o)
+static bool replaced(struct sent *s, const struct kpp_obj *o, uintptr_t m)
 {
 	uint32_t tag = atomic_load(&s->tag);
-	uintptr_t m = (uintptr_t)o->map, xstart, xend;
+	uintptr_t xstart, xend;
 	struct kpprof_rec_munmap r;
 
-	if (!o->tag || tag == o->tag)
-		return false;
-	if (!tag) {
-		atomic_compare_exchange_strong(&s->tag, &tag, o->tag);
-		return false;
+	if (m == (uintptr_t)o->map) {
+		if (!o->tag || tag == o->tag)
+			return false;
+		if (!tag) {
+			atomic_compare_exchange_strong(&s->tag, &tag, o->tag);
+			return false;
+		}
 	}
 	/* the old object's segment, before the slot can be claimed again */
 	xstart = atomic_load_explicit(&s->xstart, memory_order_relaxed);
@@ -265,10 +269,9 @@ static void send_object(const struct kpp_obj *o)
 			continue;
 		}
 		m = atomic_load_explicit(&s->map, memory_order_acquire);
-		if (m == lm && !replaced(s, o))
+		if (m && !replaced(s, o, m))
 			return;		/* sent, or being sent by another thread */
-		if (m == lm)
-			m = 0;		/* replaced() gave the slot back */
+		m = 0;			/* free, or replaced() gave the slot back */
 		/* 0 while it is claimed: a reader then adopts, never replaces */
 		atomic_store(&s->tag, 0);
 		if (!atomic_compare_exchange_strong(&s->map, &m, lm))
