@@ -19,6 +19,12 @@
  *     handler allocates, locks the mutex and, in turn, fork()s (the child
  *     _exit()s), _Fork()s (the child execs /bin/true) or posix_spawn()s;
  *   - a thread dlopen()s and dlclose()s a plugin in a loop and allocates;
+ *     between, it loads libreload_fp.so and libreload_nofp.so (next to
+ *     the plugin; reload_rbp.S: the same layout, another CFA rule at the
+ *     same pc) one after the other, allocates through each and unloads
+ *     it with libc's own dlclose, which the shim does not see (as glibc's unloads of
+ *     iconv modules): a rule kept from one and used for the other crashes
+ *     the sample;
  *   - a thread walks the objects with a dl_iterate_phdr callback that
  *     allocates;
  *   - the spawner's sandboxed children (a filter is for life, so only in a
@@ -529,6 +535,38 @@ static void *victim8(void *a)
 	return NULL;
 }
 
+static int (*libc_dlclose)(void *);
+static int behind;	/* loads unloaded by libc_dlclose */
+
+/*
+ * The reload_rbp.S pair one after the other, 3 allocations through each,
+ * each unloaded by libc's dlclose (no wrapped dlclose between them: that
+ * one empties the rule caches).
+ */
+static void reload_behind(void)
+{
+	static const char *const names[] = { "libreload_fp.so", "libreload_nofp.so" };
+	const char *slash = strrchr(plugin, '/');
+	int dir = slash ? (int)(slash - plugin) : 0;
+
+	for (int r = 0; r < 2; r++) {
+		void *(*plug)(size_t);
+		char path[4096];
+		void *h;
+
+		snprintf(path, sizeof(path), "%.*s%s%s", dir, plugin, slash ? "/" : "",
+			 names[r]);
+		h = dlopen(path, RTLD_NOW);
+		if (!h)
+			return;
+		*(void **)&plug = dlsym(h, "plug");
+		for (int i = 0; plug && i < 3; i++)
+			free(plug(1000));
+		libc_dlclose(h);
+		behind++;
+	}
+}
+
 static void *loader(void *a)
 {
 	(void)a;
@@ -538,6 +576,8 @@ static void *loader(void *a)
 		churn(32);
 		if (h)
 			dlclose(h);
+		if (libc_dlclose)
+			reload_behind();
 	}
 	return NULL;
 }
@@ -575,6 +615,12 @@ int main(int argc, char **argv)
 		return 2;
 	secs = atoi(argv[1]);
 	plugin = argv[2];
+	{
+		void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+
+		/* libc's own, not the shim's wrapper (a dlsym in libc's handle) */
+		*(void **)&libc_dlclose = libc ? dlsym(libc, "dlclose") : NULL;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_usr1;
 	sa.sa_flags = SA_ONSTACK | SA_RESTART;
@@ -606,8 +652,9 @@ int main(int argc, char **argv)
 		printf("%s %d bad %d\n", way_name[w], made[w], bad[w]);
 		fails += bad[w] + !made[w];
 	}
-	printf("coroutines %d\naltstack8 %d\nrealloc %d big %d corrupt %d\nmain marks %d\n",
-	       coro_runs, alt8_runs, grown, grown_big, corrupt, main_marks);
+	printf("coroutines %d\naltstack8 %d\nrealloc %d big %d corrupt %d\nmain marks %d\n"
+	       "unloaded behind the shim %d\n",
+	       coro_runs, alt8_runs, grown, grown_big, corrupt, main_marks, behind);
 	fails += !coro_runs + !alt8_runs + !grown + !grown_big + corrupt;
 	printf(fails ? "torture: FAILED\n" : "torture: ok\n");
 	return fails != 0;

@@ -6,7 +6,9 @@
 # grown with mremap), fork/_Fork/clone/vfork/posix_spawn
 # from two threads, a signal handler on a sigaltstack that allocates, locks
 # and forks, _Forks or posix_spawns, a
-# dlopen/dlclose loop, a dl_iterate_phdr callback that allocates, children
+# dlopen/dlclose loop (with two same-layout libraries with other unwind
+# rules at one pc, unloaded by libc's own dlclose, which the shim does not
+# see), a dl_iterate_phdr callback that allocates, children
 # sandboxed by a seccomp filter installed through glibc or a raw syscall
 # instruction, coroutines on 16/8/4/2 KiB stacks and a handler on an 8 KiB
 # sigaltstack that allocate and contend.  No hang (timeout 90 s), no child

@@ -28,6 +28,7 @@ drop_every_100th_free|user/shim/emit.c|\tif (!kpp_submit(rec, size)) {|\tstatic 
 drop_every_100th_main_alloc|user/shim/emit.c|\tif (!kpp_submit(rec, size)) {|\tstatic _Atomic unsigned mut_n;\n\tstatic int mut_pid;\n\n\tif (!mut_pid)\n\t\tmut_pid = kpp.pid;\n\tif (((const struct kpprof_record *)rec)->kind == KPPROF_REC_ALLOC \&\& kpp.pid == mut_pid \&\&\n\t    atomic_fetch_add(&mut_n, 1) % 100 == 99) {\n\t\tatomic_fetch_add_explicit(&kpp.writes_ok, 1, memory_order_relaxed);\n\t} else if (!kpp_submit(rec, size)) {
 realloc_corrupts_1_in_100|user/shim/heap.c|\t\t\tq = kpp_real.realloc(p, n);\n\t\t\tif (!q) {|\t\t\tstatic _Atomic unsigned mut_n;\n\n\t\t\tq = kpp_real.realloc(p, n);\n\t\t\tif (q \&\& atomic_fetch_add(\&mut_n, 1) % 100 == 99)\n\t\t\t\t((unsigned char *)q)[0] ^= 0x5a;\n\t\t\tif (!q) {
 realloc_corrupts_large|user/shim/heap.c|\t\t\tq = kpp_real.realloc(p, n);\n\t\t\tif (!q) {|\t\t\tq = kpp_real.realloc(p, n);\n\t\t\tif (q \&\& n >= (128 << 10))\n\t\t\t\t((unsigned char *)q)[0] ^= 0x5a;\n\t\t\tif (!q) {
+rule_tag_ignores_build_id|user/shim/unwind_cache.c|(!e->bid \|\| load8(e->bid) == e->bid_word))|(!e->bid \|\| 1))
 fork_child_hangs|user/shim/init.c|\tif (atomic_load(&kpp.ready) != 1)\n\t\treturn;\n\tnew_process(kpp.fork_threaded);|\tif (atomic_load(\&kpp.ready) != 1)\n\t\treturn;\n\tif (getpid() % 64 == 0)\n\t\tfor (;;)\n\t\t\tpause();\n\tnew_process(kpp.fork_threaded);
 '
 

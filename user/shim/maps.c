@@ -50,6 +50,7 @@ struct sent {
 	_Atomic uintptr_t start;	/* 0: free */
 	_Atomic uintptr_t map;		/* link_map sent for; 0: not (any more) */
 	_Atomic uintptr_t xstart, xend;	/* its first executable segment */
+	_Atomic uint32_t tag;		/* its identity (kpp_obj.tag); 0: unknown */
 };
 
 static struct sent sent[SENT_SLOTS];
@@ -209,6 +210,49 @@ static bool emit_object(const struct kpp_obj *o, struct sent *s)
 	return sent_any;
 }
 
+/*
+ * replaced - slot @s holds another object than @o at the same start, or
+ * may: a link_map @m other than @o's (nonzero: the dlclose wrapper, which
+ * clears it, did not see the unload), or the same link_map (malloc
+ * reuses it) but another identity (unwind_cache.c's tag: build-id
+ * included).  Such an object was unloaded behind the wrapper (glibc's own
+ * unloads of iconv modules, libc's dlclose reached by a dlsym in libc's
+ * handle) and @o loaded there.  Then the old one's MUNMAP goes now, the
+ * slot is given back (true) and the caller sends @o.  With the same
+ * link_map, a slot sent without a tag (a stack that libgcc or fp took:
+ * kpp_maps_send), or being claimed, adopts @o's.  False: the same
+ * object, or another thread is at it.
+ */
+static bool replaced(struct sent *s, const struct kpp_obj *o, uintptr_t m)
+{
+	uint32_t tag = atomic_load(&s->tag);
+	uintptr_t xstart, xend;
+	struct kpprof_rec_munmap r;
+
+	if (m == (uintptr_t)o->map) {
+		if (!o->tag || tag == o->tag)
+			return false;
+		if (!tag) {
+			atomic_compare_exchange_strong(&s->tag, &tag, o->tag);
+			return false;
+		}
+	}
+	/* the old object's segment, before the slot can be claimed again */
+	xstart = atomic_load_explicit(&s->xstart, memory_order_relaxed);
+	xend = atomic_load_explicit(&s->xend, memory_order_relaxed);
+	if (!atomic_compare_exchange_strong(&s->map, &m, 0))
+		return false;
+	if (xend) {
+		memset(&r, 0, sizeof(r));
+		r.hdr.kind = KPPROF_REC_MUNMAP;
+		r.hdr.size = sizeof(r);
+		r.start = xstart;
+		r.end = xend;
+		kpp_emit(&r, sizeof(r));
+	}
+	return true;
+}
+
 static void send_object(const struct kpp_obj *o)
 {
 	uintptr_t start = o->lo, lm = (uintptr_t)o->map;
@@ -225,8 +269,14 @@ static void send_object(const struct kpp_obj *o)
 			continue;
 		}
 		m = atomic_load_explicit(&s->map, memory_order_acquire);
-		if (m == lm || !atomic_compare_exchange_strong(&s->map, &m, lm))
+		if (m && !replaced(s, o, m))
 			return;		/* sent, or being sent by another thread */
+		m = 0;			/* free, or replaced() gave the slot back */
+		/* 0 while it is claimed: a reader then adopts, never replaces */
+		atomic_store(&s->tag, 0);
+		if (!atomic_compare_exchange_strong(&s->map, &m, lm))
+			return;		/* being sent by another thread */
+		atomic_store(&s->tag, o->tag);
 		atomic_store_explicit(&s->xend, 0, memory_order_relaxed);
 		if (!emit_object(o, s))
 			atomic_compare_exchange_strong(&s->map, &lm, 0);
@@ -252,6 +302,7 @@ static bool find(const void *p, struct kpp_obj *o)
 	o->hi = (uintptr_t)d.dlfo_map_end;
 	o->eh = d.dlfo_eh_frame;
 	o->map = d.dlfo_link_map;
+	o->tag = 0;	/* not known: kpp_maps_send_objs' objects have it */
 	return true;
 }
 

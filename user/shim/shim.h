@@ -350,6 +350,7 @@ struct kpp_obj {
 	uintptr_t lo, hi;		/* dlfo_map_start, dlfo_map_end */
 	const void *eh;			/* dlfo_eh_frame */
 	struct link_map *map;		/* dlfo_link_map */
+	uint32_t tag;			/* unwind_cache.c: this load of it, in this cache */
 	bool used;			/* a recorded pc lies in it */
 };
 struct kpp_objs {
@@ -380,7 +381,7 @@ void kpp_stackpool_init(void) KPP_HIDDEN;
 /* map the first few private stacks now (when the ring is mapped) */
 void kpp_stackpool_premap(void) KPP_HIDDEN;
 /* The unwind-rule cache of the thread's private stack, NULL outside one. */
-#define KPP_UNWIND_CACHE_BYTES	((64 << 10) + 64)
+#define KPP_UNWIND_CACHE_BYTES	((64 << 10) + 4096)
 void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
 /*
  * kpp_stack_cached - the DWARF stack from the frame record at @caller_fp

@@ -9,11 +9,15 @@
  * small interpreter of the CFA program, and kept in a cache that belongs
  * to the private stack the sample runs on (stackpool.c: one thread at a
  * time, so no synchronisation).  A rule is found again only for the same
- * pc in the same object (its .eh_frame, from glibc's lock-free
- * _dl_find_object, once per object and walk: find_obj).  Another object
- * loaded where one was unloaded may have its .eh_frame at the same
- * address and other code at the same pc: every dlclose (maps.c counts
- * them in kpp.unloads) empties each cache before its next walk.  Anything
+ * pc in the same load of the same object (its tag, see object_tag; the
+ * object from glibc's lock-free _dl_find_object, once per object and
+ * walk: find_obj).  Another object loaded where one was unloaded may have
+ * its .eh_frame at the same address and other code at the same pc: every
+ * dlclose (maps.c counts them in kpp.unloads) empties each cache before
+ * its next walk, and an unload the shim does not see (glibc's own
+ * __libc_dlclose of iconv modules, libc's dlclose reached by a dlsym in
+ * libc's handle) is caught by the object's identity, build-id included,
+ * which the tag stands for.  Anything
  * else -- a signal frame, a CFA or a saved register given by a DWARF
  * expression, a CFA on another register (stack realignment) -- and the
  * whole stack is taken by libgcc's _Unwind_Backtrace instead (stack.c).
@@ -24,6 +28,8 @@
  * three loads.
  */
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <string.h>
 #include "shim.h"
 
@@ -42,7 +48,7 @@ enum { RULE_NONE, RULE_STEP, RULE_END, RULE_SLOW };
  */
 struct rule {
 	uint64_t pc;
-	uint32_t eh;		/* the object's .eh_frame, low 32 bits: a new object misses */
+	uint32_t eh;		/* its object's tag (object_tag): a new load misses */
 	uint16_t cfa_off;	/* CFA = reg + 8 * cfa_off */
 	int8_t rbp_off;		/* caller's rbp at CFA + 8 * rbp_off; 0: unchanged */
 	uint8_t kind;		/* RULE_* | RULE_ON_RBP */
@@ -63,10 +69,36 @@ struct rule_set {
  * cache (680 rules) missed in 0.5 to 7% of its frames, each miss a libgcc
  * FDE search and a CFA program run.
  */
+/*
+ * An object's identity: where it starts, its .eh_frame, its link_map and
+ * the first 8 bytes of its GNU build-id (read from its first page, which
+ * whatever object starts there has mapped); its tag is a hash of them.
+ * Rules carry the tag of the object they were read from: when another
+ * object turns up at the same start -- unloaded behind the shim's back
+ * and replaced by a library with the same layout, the same link_map
+ * address (malloc reuses it) but other code -- its build-id differs, so
+ * does its tag, and no rule of the old one matches any more (they age
+ * out).  The entries below only save finding the build-id again at
+ * every walk (4-way sets of starts): one evicted and made again has the
+ * same tag, and its rules stay valid.
+ */
+#define IDENT_SETS	16
+#define IDENT_WAYS	4
+
+struct ident {
+	uintptr_t start;
+	const void *eh, *map;
+	const void *bid;	/* 8 bytes of the build-id; NULL: none found */
+	uint64_t bid_word;
+	uint32_t tag;		/* 0: an empty way */
+};
+
 struct cache {
 	struct rule_set set[CACHE_SETS];
 	uint32_t unloads;
 	uint32_t touched;	/* bit i: page i of set[] written */
+	uint32_t victim;	/* the ident way replaced next */
+	struct ident ident[IDENT_SETS][IDENT_WAYS];
 };
 
 _Static_assert(sizeof(struct rule) == 16, "a rule is 16 bytes");
@@ -433,14 +465,13 @@ static void find_rule(struct rule *r, uint64_t pc)
 }
 
 /*
- * rule_of - the rule for return address @pc in the object whose
- * .eh_frame is @eh: a hit moves to the front of its set; a miss reads
+ * rule_of - the rule for return address @pc in the object load tagged
+ * @tag (object_tag): a hit moves to the front of its set; a miss reads
  * the FDE and takes the place of the set's least recently used rule.
  */
-static const struct rule *rule_of(struct cache *c, uint64_t pc, const void *eh)
+static const struct rule *rule_of(struct cache *c, uint64_t pc, uint32_t tag)
 {
 	struct rule_set *set = &c->set[(pc * 0x9E3779B97F4A7C15ULL) >> (64 - 10)];
-	uint32_t tag = (uint32_t)(uintptr_t)eh;
 	struct rule r;
 	unsigned int i;
 
@@ -465,6 +496,107 @@ static const struct rule *rule_of(struct cache *c, uint64_t pc, const void *eh)
 	return &set->way[0];
 }
 
+/* load8 - 8 bytes from @p, 4-aligned (a note's descriptor). */
+static inline uint64_t load8(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/*
+ * build_id_word - where the first 8 bytes of the GNU build-id of the
+ * object whose ELF header is at @start lie, if within its first page
+ * (every object that starts there has that page mapped, so the word can
+ * be read again whatever was loaded there since); NULL otherwise.
+ */
+static const void *build_id_word(uintptr_t start)
+{
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
+	const uintptr_t end = start + 4096;
+	const ElfW(Phdr) *ph;
+	uintptr_t bias = 0;
+	bool have_bias = false;
+
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_phentsize != sizeof(*ph) ||
+	    eh->e_phoff > 4096 || eh->e_phnum > (4096 - eh->e_phoff) / sizeof(*ph))
+		return NULL;
+	ph = (const ElfW(Phdr) *)(start + eh->e_phoff);
+	for (unsigned int i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD) {
+			/* the lowest PT_LOAD starts the object (dlfo_map_start) */
+			bias = start - (ph[i].p_vaddr & ~(uintptr_t)4095);
+			have_bias = true;
+			break;
+		}
+	for (unsigned int i = 0; have_bias && i < eh->e_phnum; i++) {
+		uintptr_t p = bias + ph[i].p_vaddr, stop = p + ph[i].p_memsz;
+		size_t align = ph[i].p_align == 8 ? 8 : 4;
+
+		if (ph[i].p_type != PT_NOTE || p < start || stop > end || stop < p)
+			continue;
+		while (p + sizeof(ElfW(Nhdr)) <= stop) {
+			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+			uintptr_t desc = p + sizeof(*n) + ((n->n_namesz + align - 1) & ~(align - 1));
+
+			if (desc > stop || n->n_descsz > stop - desc)
+				break;
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+			    !memcmp((const char *)(n + 1), "GNU", 4) && n->n_descsz >= 8)
+				return (const void *)desc;
+			p = desc + ((n->n_descsz + align - 1) & ~(align - 1));
+		}
+	}
+	return NULL;
+}
+
+/*
+ * object_tag - the tag of the object @d in cache @c: its entry's, if the
+ * object at that start is still the one the entry describes, else that
+ * of a new entry (in an empty way of its set, or one in turn).  An entry
+ * is written with its tag cleared first and set last, so a sample
+ * abandoned half way (a handler's longjmp) or a fork child's copy of
+ * another thread's cache never holds a new object's identity under an
+ * old tag.  Once per object and walk.
+ */
+__attribute__((noinline))
+static uint32_t object_tag(struct cache *c, const struct dl_find_object *d)
+{
+	uintptr_t start = (uintptr_t)d->dlfo_map_start;
+	struct ident *set = c->ident[((start >> 12) ^ (start >> 16)) & (IDENT_SETS - 1)];
+	struct ident *e = NULL;
+	unsigned int i;
+	uint64_t h;
+
+	for (i = 0; i < IDENT_WAYS; i++)
+		if (set[i].start == start && set[i].tag) {
+			e = &set[i];
+			if (e->map == d->dlfo_link_map && e->eh == d->dlfo_eh_frame &&
+			    (!e->bid || load8(e->bid) == e->bid_word))
+				return e->tag;
+			break;
+		}
+	if (!e) {
+		/* an empty way, else one in turn */
+		for (i = 0; i < IDENT_WAYS && set[i].tag; i++)
+			;
+		e = &set[i < IDENT_WAYS ? i : c->victim++ % IDENT_WAYS];
+	}
+	e->tag = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	e->start = start;
+	e->eh = d->dlfo_eh_frame;
+	e->map = d->dlfo_link_map;
+	e->bid = build_id_word(start);
+	e->bid_word = e->bid ? load8(e->bid) : 0;
+	h = (start ^ (uintptr_t)e->eh * 0x9E3779B97F4A7C15ULL ^
+	     (uintptr_t)e->map * 0xBF58476D1CE4E5B9ULL ^ e->bid_word) * 0x94D049BB133111EBULL;
+	atomic_signal_fence(memory_order_seq_cst);
+	e->tag = (uint32_t)(h >> 32) | 1;
+	return e->tag;
+}
+
 /*
  * find_obj - the object @pc lies in, from the walk's own list of the
  * objects it met (most stacks stay in a handful: the program, glib, libc),
@@ -474,7 +606,7 @@ static const struct rule *rule_of(struct cache *c, uint64_t pc, const void *eh)
  * dlclose counting needed, unlike the rules).  NULL: no object, or one
  * without unwind tables.
  */
-static const struct kpp_obj *find_obj(struct kpp_objs *objs, uintptr_t pc,
+static const struct kpp_obj *find_obj(struct cache *c, struct kpp_objs *objs, uintptr_t pc,
 				      struct kpp_obj *spare)
 {
 	struct dl_find_object dlfo;
@@ -510,6 +642,7 @@ static const struct kpp_obj *find_obj(struct kpp_objs *objs, uintptr_t pc,
 	o->hi = (uintptr_t)dlfo.dlfo_map_end;
 	o->eh = dlfo.dlfo_eh_frame;
 	o->map = dlfo.dlfo_link_map;
+	o->tag = object_tag(c, &dlfo);
 	o->used = false;
 	return o;
 }
@@ -548,12 +681,12 @@ int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int 
 			user = true;
 		if (user)
 			pcs[n++] = pc;
-		o = find_obj(objs, pc - 1, &spare);
+		o = find_obj(c, objs, pc - 1, &spare);
 		if (!o)
 			break;		/* no unwind tables: the stack ends */
 		if (user)
 			((struct kpp_obj *)o)->used = true;
-		r = rule_of(c, pc, o->eh);
+		r = rule_of(c, pc, o->tag);
 		if ((r->kind & RULE_KIND) == RULE_END)
 			break;
 		if ((r->kind & RULE_KIND) != RULE_STEP)
