@@ -708,6 +708,54 @@ TEST_F(sym, refused_claim_tried_once)
 }
 
 /*
+ * Whom a mapping is charged to: its records' uid, stamped by the kernel.
+ * The owner of /proc/PID is nobody's once the process is gone (the
+ * collector reads records late), and every gone process shared one budget,
+ * uid -1's: a user's records naming KPP_SYM_MAX_OBJECTS_UID build-ids,
+ * read after its process exited, left no object for any other user's gone
+ * process, and root's library, readable and of the right build-id, stayed
+ * nameless (objects_refused).
+ */
+TEST_F(sym, gone_processes_charged_to_records_uid)
+{
+	uint64_t pc = (uintptr_t)dlsym(self->lib, "_ZN8kpp_demo4Shop8checkoutEi") + 8;
+	struct kpp_map m = *map_of(self->a, pc), h = m;
+	struct kpp_sym_stats st;
+	char real[4096];
+	struct kpp_sym out;
+	pid_t gone[2];
+
+	if (geteuid())
+		SKIP(return, "needs root (nobody's rights are tried)");
+	for (int i = 0; i < 2; i++) {
+		gone[i] = fork();
+		if (gone[i] == 0)
+			_exit(0);
+		ASSERT_LT(0, gone[i]);
+		waitpid(gone[i], NULL, 0);
+	}
+	ASSERT_NE(0, m.build_id_len);
+	ASSERT_NE(NULL, realpath(lib_path(), real));
+	h.uid = 65534;
+	h.path = "/nonexistent/lib.so";
+	h.build_id_len = 20;
+	for (int i = 0; i < KPP_SYM_MAX_OBJECTS_UID; i++) {
+		memset(h.build_id, 0, sizeof(h.build_id));
+		memcpy(h.build_id, &i, sizeof(i));
+		h.start = 0x7e0000000000ULL + (uint64_t)i * 0x10000;
+		h.end = h.start + 0x1000;
+		kpp_symbolizer__prefetch(self->s, gone[0], &h);
+	}
+	kpp_symbolizer__stats(self->s, &st);
+	EXPECT_EQ(0u, st.objects_refused);
+	m.uid = 0;
+	m.path = real;
+	ASSERT_EQ(0, kpp_symbolizer__lookup_pid(self->s, gone[1], &m, pc, &out))
+		TH_LOG("root's gone process left nameless: uid 65534's records spent its objects");
+	EXPECT_STREQ("kpp_demo::Shop::checkout", out.name);
+}
+
+/*
  * The records' process is not the one under their pid any more: a reused
  * pid, or the producer exec'd a setuid program (ruid still the producer's).
  * Neither lends its credentials to the producer's claims: a root process

@@ -446,18 +446,6 @@ static bool proc_gone(uint32_t pid)
 	return !errno && end != p && (flags & KPP_PF_EXITING);
 }
 
-/* The owner of live process @pid (its euid; root when not dumpable), or -1. */
-static uint32_t pid_uid(uint32_t pid)
-{
-	char path[32];
-	struct stat st;
-
-	if (!pid)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%u", pid);
-	return stat(path, &st) ? UINT32_MAX : st.st_uid;
-}
-
 /* ------------------------------------------------------------ ELF reading */
 
 static int add_name(struct object *o, const char *name, uint32_t *off)
@@ -1230,7 +1218,12 @@ static struct mapent *get_mapent(struct kpp_symbolizer *s, uint32_t pid,
 		if (map_same(e, pid, m))
 			break;
 	if (!e) {
-		e = mapent_add(s, pid, pid_uid(pid), m, h);
+		/*
+		 * Charged to the records' uid, which the kernel stamped: /proc/PID's
+		 * owner is nobody's once the process is gone, and all gone
+		 * processes would share one budget that any user could spend.
+		 */
+		e = mapent_add(s, pid, pid ? m->uid : 0, m, h);
 		if (!e)
 			return NULL;
 		resolve(s, e, pid, m);
