@@ -14,6 +14,7 @@
 #include <time.h>
 #include <zlib.h>
 #include <inttypes.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <kselftest_harness.h>
@@ -701,6 +702,57 @@ TEST_F(sym, refused_claim_tried_once)
 	EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, child, &m, m.start + 0x1200, &out))
 		TH_LOG("a file nobody may read was refused after 1000 refusals of one path: "
 		       "each refusal was tried and spent the uid's claims");
+	close(wr);
+	waitpid(child, &status, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", pub);
+	EXPECT_EQ(0, system(cmd));
+}
+
+/*
+ * A claim that failed for a reason of the moment (here EMFILE: the
+ * collector out of descriptors; EAGAIN from pthread_create or ENOMEM
+ * alike) says nothing about the path: it must not be remembered, or a
+ * readable library's other mappings in that process stay nameless for
+ * KPP_SYM_CLAIM_MEMO_S after the moment passed.
+ */
+TEST_F(sym, transient_claim_failure_not_remembered)
+{
+	char real[4096], cmd[8192], pub[64];
+	struct kpp_map m = { .uid = 65534 };
+	struct rlimit old, low;
+	struct kpp_sym out;
+	int wr, status, fd;
+	pid_t child;
+
+	if (geteuid())
+		SKIP(return, "needs root (a child runs as nobody)");
+	ASSERT_NE(NULL, realpath(lib_path(), real));
+	strcpy(pub, "/tmp/kpprof-sym-pub.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(pub));
+	snprintf(cmd, sizeof(cmd), "chmod 755 %s && cp %s %s/lib.so && chmod 644 %s/lib.so",
+		 pub, real, pub, pub);
+	ASSERT_EQ(0, system(cmd));
+	child = start_nobody(&wr);
+	ASSERT_LT(0, child);
+	snprintf(cmd, sizeof(cmd), "%s/lib.so", pub);
+	m.path = cmd;
+	m.start = 0x7f0000000000ULL;
+	m.end = m.start + 0x100000;
+	/* No descriptor left: the lowest free one is the limit. */
+	fd = dup(0);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &old));
+	low = old;
+	low.rlim_cur = fd;
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &low));
+	EXPECT_NE(0, kpp_symbolizer__lookup_pid(self->s, child, &m, m.start + 0x1200, &out));
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &old));
+	/* The moment passed: another mapping of the same library. */
+	m.start += 0x200000;
+	m.end += 0x200000;
+	EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, child, &m, m.start + 0x1200, &out))
+		TH_LOG("%s refused for 30 s after one EMFILE", m.path);
 	close(wr);
 	waitpid(child, &status, 0);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", pub);
