@@ -14,6 +14,7 @@
 #include <time.h>
 #include <zlib.h>
 #include <inttypes.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <kselftest_harness.h>
@@ -705,6 +706,105 @@ TEST_F(sym, refused_claim_tried_once)
 	waitpid(child, &status, 0);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", pub);
 	EXPECT_EQ(0, system(cmd));
+}
+
+/*
+ * A claim that failed for a reason of the moment (here EMFILE: the
+ * collector out of descriptors; EAGAIN from pthread_create or ENOMEM
+ * alike) says nothing about the path: it must not be remembered, or a
+ * readable library's other mappings in that process stay nameless for
+ * KPP_SYM_CLAIM_MEMO_S after the moment passed.
+ */
+TEST_F(sym, transient_claim_failure_not_remembered)
+{
+	char real[4096], cmd[8192], pub[64];
+	struct kpp_map m = { .uid = 65534 };
+	struct rlimit old, low;
+	struct kpp_sym out;
+	int wr, status, fd;
+	pid_t child;
+
+	if (geteuid())
+		SKIP(return, "needs root (a child runs as nobody)");
+	ASSERT_NE(NULL, realpath(lib_path(), real));
+	strcpy(pub, "/tmp/kpprof-sym-pub.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(pub));
+	snprintf(cmd, sizeof(cmd), "chmod 755 %s && cp %s %s/lib.so && chmod 644 %s/lib.so",
+		 pub, real, pub, pub);
+	ASSERT_EQ(0, system(cmd));
+	child = start_nobody(&wr);
+	ASSERT_LT(0, child);
+	snprintf(cmd, sizeof(cmd), "%s/lib.so", pub);
+	m.path = cmd;
+	m.start = 0x7f0000000000ULL;
+	m.end = m.start + 0x100000;
+	/* No descriptor left: the lowest free one is the limit. */
+	fd = dup(0);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, getrlimit(RLIMIT_NOFILE, &old));
+	low = old;
+	low.rlim_cur = fd;
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &low));
+	EXPECT_NE(0, kpp_symbolizer__lookup_pid(self->s, child, &m, m.start + 0x1200, &out));
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &old));
+	/* The moment passed: another mapping of the same library. */
+	m.start += 0x200000;
+	m.end += 0x200000;
+	EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, child, &m, m.start + 0x1200, &out))
+		TH_LOG("%s refused for 30 s after one EMFILE", m.path);
+	close(wr);
+	waitpid(child, &status, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", pub);
+	EXPECT_EQ(0, system(cmd));
+}
+
+/*
+ * Whom a mapping is charged to: its records' uid, stamped by the kernel.
+ * The owner of /proc/PID is nobody's once the process is gone (the
+ * collector reads records late), and every gone process shared one budget,
+ * uid -1's: a user's records naming KPP_SYM_MAX_OBJECTS_UID build-ids,
+ * read after its process exited, left no object for any other user's gone
+ * process, and root's library, readable and of the right build-id, stayed
+ * nameless (objects_refused).
+ */
+TEST_F(sym, gone_processes_charged_to_records_uid)
+{
+	uint64_t pc = (uintptr_t)dlsym(self->lib, "_ZN8kpp_demo4Shop8checkoutEi") + 8;
+	struct kpp_map m = *map_of(self->a, pc), h = m;
+	struct kpp_sym_stats st;
+	char real[4096];
+	struct kpp_sym out;
+	pid_t gone[2];
+
+	if (geteuid())
+		SKIP(return, "needs root (nobody's rights are tried)");
+	for (int i = 0; i < 2; i++) {
+		gone[i] = fork();
+		if (gone[i] == 0)
+			_exit(0);
+		ASSERT_LT(0, gone[i]);
+		waitpid(gone[i], NULL, 0);
+	}
+	ASSERT_NE(0, m.build_id_len);
+	ASSERT_NE(NULL, realpath(lib_path(), real));
+	h.uid = 65534;
+	h.path = "/nonexistent/lib.so";
+	h.build_id_len = 20;
+	for (int i = 0; i < KPP_SYM_MAX_OBJECTS_UID; i++) {
+		memset(h.build_id, 0, sizeof(h.build_id));
+		memcpy(h.build_id, &i, sizeof(i));
+		h.start = 0x7e0000000000ULL + (uint64_t)i * 0x10000;
+		h.end = h.start + 0x1000;
+		kpp_symbolizer__prefetch(self->s, gone[0], &h);
+	}
+	kpp_symbolizer__stats(self->s, &st);
+	EXPECT_EQ(0u, st.objects_refused);
+	m.uid = 0;
+	m.path = real;
+	ASSERT_EQ(0, kpp_symbolizer__lookup_pid(self->s, gone[1], &m, pc, &out))
+		TH_LOG("root's gone process left nameless: uid 65534's records spent its objects");
+	EXPECT_STREQ("kpp_demo::Shop::checkout", out.name);
 }
 
 /*

@@ -371,6 +371,18 @@ static void claim_refused_remember(struct kpp_symbolizer *s, uint32_t pid, uint3
 }
 
 /*
+ * A claim that failed for a reason of the moment (no thread, memory or
+ * descriptor for it) says nothing about the path and is not remembered: a
+ * library the process may read would stay nameless for the memo's life.
+ * These are not the producer's to cause at will; its bucket bounds them.
+ */
+static bool claim_failure_transient(int err)
+{
+	return err == -EAGAIN || err == -ENOMEM || err == -EMFILE || err == -ENFILE ||
+	       err == -EINTR || err == -ENOBUFS;
+}
+
+/*
  * May @uid make us try one more path claim?  Each costs a helper thread;
  * a live process's mapping that map_files does not know is nearly always
  * a lie (or already unmapped), so KPP_SYM_CLAIMS_PER_S per uid, in bursts
@@ -444,18 +456,6 @@ static bool proc_gone(uint32_t pid)
 	errno = 0;
 	flags = strtoul(p, &end, 10);
 	return !errno && end != p && (flags & KPP_PF_EXITING);
-}
-
-/* The owner of live process @pid (its euid; root when not dumpable), or -1. */
-static uint32_t pid_uid(uint32_t pid)
-{
-	char path[32];
-	struct stat st;
-
-	if (!pid)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%u", pid);
-	return stat(path, &st) ? UINT32_MAX : st.st_uid;
 }
 
 /* ------------------------------------------------------------ ELF reading */
@@ -1156,7 +1156,7 @@ static void resolve(struct kpp_symbolizer *s, struct mapent *e, uint32_t pid,
 			if (!claim_refused_lately(s, pid, m->uid, m->path) &&
 			    claim_allowed(s, e->uid)) {
 				fd = kpp_open_as_producer(pid, m->uid, m->path, false);
-				if (fd < 0)
+				if (fd < 0 && !claim_failure_transient(fd))
 					claim_refused_remember(s, pid, m->uid, m->path);
 			}
 			if (fd < 0)
@@ -1230,7 +1230,12 @@ static struct mapent *get_mapent(struct kpp_symbolizer *s, uint32_t pid,
 		if (map_same(e, pid, m))
 			break;
 	if (!e) {
-		e = mapent_add(s, pid, pid_uid(pid), m, h);
+		/*
+		 * Charged to the records' uid, which the kernel stamped: /proc/PID's
+		 * owner is nobody's once the process is gone, and all gone
+		 * processes would share one budget that any user could spend.
+		 */
+		e = mapent_add(s, pid, pid ? m->uid : 0, m, h);
 		if (!e)
 			return NULL;
 		resolve(s, e, pid, m);

@@ -21,8 +21,8 @@
 struct kpp_symbolizer;
 
 /*
- * The bounds (per symbolizer; "per uid": the owner of the process that
- * made us open a file).  Chosen for a whole machine: a desktop runs a few
+ * The bounds (per symbolizer; "per uid": the uid the kernel stamped on the
+ * records that made us open a file).  Chosen for a whole machine: a desktop runs a few
  * hundred distinct objects, a process a few hundred executable mappings.
  */
 #define KPP_SYM_MAX_OBJECTS		8192
