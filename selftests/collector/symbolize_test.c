@@ -615,6 +615,35 @@ static pid_t start_nobody(int *wr)
 }
 
 /*
+ * claim_files - the test library twice: @pub/lib.so, anyone's to read, in
+ * a fresh 0755 directory of /tmp (@pub: its path, the caller removes it);
+ * and, when @secret is not NULL, @dir/secret/lib.so, root's only (0600 in
+ * a 0700 directory), its path into @secret.  0, or -1.
+ */
+static int claim_files(const char *dir, char pub[64], char *secret, size_t len)
+{
+	char real[4096], cmd[8192];
+
+	if (!realpath(lib_path(), real))
+		return -1;
+	strcpy(pub, "/tmp/kpprof-sym-pub.XXXXXX");
+	if (!mkdtemp(pub))
+		return -1;
+	snprintf(cmd, sizeof(cmd), "chmod 755 %s && cp %s %s/lib.so && chmod 644 %s/lib.so",
+		 pub, real, pub, pub);
+	if (system(cmd))
+		return -1;
+	if (!secret)
+		return 0;
+	snprintf(cmd, sizeof(cmd), "mkdir -m 700 %s/secret && cp %s %s/secret/lib.so && "
+		 "chmod 600 %s/secret/lib.so", dir, real, dir, dir);
+	if (system(cmd))
+		return -1;
+	snprintf(secret, len, "%s/secret/lib.so", dir);
+	return 0;
+}
+
+/*
  * Review M2: a record naming a range the producer never mapped, with a
  * path it cannot read (root-only), made root open it and read its symbols
  * for the producer.  Now a claim is opened with the producer's own
@@ -622,7 +651,7 @@ static pid_t start_nobody(int *wr)
  */
 TEST_F(sym, path_claim_opened_with_producer_rights)
 {
-	char real[4096], cmd[8192], secret[4096], pub[64];
+	char cmd[8192], secret[4096], pub[64];
 	struct kpp_map m = { .start = 0x7f0000000000ULL, .end = 0x7f0000100000ULL };
 	struct kpp_sym out;
 	int wr, status;
@@ -630,14 +659,7 @@ TEST_F(sym, path_claim_opened_with_producer_rights)
 
 	if (geteuid())
 		SKIP(return, "needs root (a child runs as nobody)");
-	ASSERT_NE(NULL, realpath(lib_path(), real));
-	strcpy(pub, "/tmp/kpprof-sym-pub.XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(pub));
-	snprintf(cmd, sizeof(cmd), "chmod 755 %s && cp %s %s/lib.so && chmod 644 %s/lib.so && "
-		 "mkdir -m 700 %s/secret && cp %s %s/secret/lib.so && chmod 600 %s/secret/lib.so",
-		 pub, real, pub, pub, self->dir, real, self->dir, self->dir);
-	ASSERT_EQ(0, system(cmd));
-	snprintf(secret, sizeof(secret), "%s/secret/lib.so", self->dir);
+	ASSERT_EQ(0, claim_files(self->dir, pub, secret, sizeof(secret)));
 	child = start_nobody(&wr);
 	ASSERT_LT(0, child);
 	m.uid = 65534;		/* the producer: its records' uid */
@@ -668,7 +690,7 @@ TEST_F(sym, path_claim_opened_with_producer_rights)
  */
 TEST_F(sym, refused_claim_tried_once)
 {
-	char real[4096], cmd[8192], secret[4096], pub[64];
+	char cmd[8192], secret[4096], pub[64];
 	struct kpp_map m = { .uid = 65534 };
 	struct kpp_sym_stats st;
 	struct kpp_sym out;
@@ -677,14 +699,7 @@ TEST_F(sym, refused_claim_tried_once)
 
 	if (geteuid())
 		SKIP(return, "needs root (a child runs as nobody)");
-	ASSERT_NE(NULL, realpath(lib_path(), real));
-	strcpy(pub, "/tmp/kpprof-sym-pub.XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(pub));
-	snprintf(cmd, sizeof(cmd), "chmod 755 %s && cp %s %s/lib.so && chmod 644 %s/lib.so && "
-		 "mkdir -m 700 %s/secret3 && cp %s %s/secret3/lib.so && chmod 600 %s/secret3/lib.so",
-		 pub, real, pub, pub, self->dir, real, self->dir, self->dir);
-	ASSERT_EQ(0, system(cmd));
-	snprintf(secret, sizeof(secret), "%s/secret3/lib.so", self->dir);
+	ASSERT_EQ(0, claim_files(self->dir, pub, secret, sizeof(secret)));
 	child = start_nobody(&wr);
 	ASSERT_LT(0, child);
 	m.path = secret;
@@ -717,7 +732,7 @@ TEST_F(sym, refused_claim_tried_once)
  */
 TEST_F(sym, transient_claim_failure_not_remembered)
 {
-	char real[4096], cmd[8192], pub[64];
+	char cmd[8192], pub[64];
 	struct kpp_map m = { .uid = 65534 };
 	struct rlimit old, low;
 	struct kpp_sym out;
@@ -726,12 +741,7 @@ TEST_F(sym, transient_claim_failure_not_remembered)
 
 	if (geteuid())
 		SKIP(return, "needs root (a child runs as nobody)");
-	ASSERT_NE(NULL, realpath(lib_path(), real));
-	strcpy(pub, "/tmp/kpprof-sym-pub.XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(pub));
-	snprintf(cmd, sizeof(cmd), "chmod 755 %s && cp %s %s/lib.so && chmod 644 %s/lib.so",
-		 pub, real, pub, pub);
-	ASSERT_EQ(0, system(cmd));
+	ASSERT_EQ(0, claim_files(self->dir, pub, NULL, 0));
 	child = start_nobody(&wr);
 	ASSERT_LT(0, child);
 	snprintf(cmd, sizeof(cmd), "%s/lib.so", pub);
