@@ -88,45 +88,19 @@ static const char *exe_name(void)
 	return fallback ? fallback : "";
 }
 
-static bool in_range(uintptr_t p, size_t len, uintptr_t lo, uintptr_t hi)
-{
-	return p >= lo && p <= hi && len <= hi - p;
-}
-
-/* find_build_id - the NT_GNU_BUILD_ID note of a loaded object, if any. */
+/* find_build_id - the NT_GNU_BUILD_ID of a loaded object, at most KPPROF_BUILD_ID_MAX bytes. */
 static unsigned int find_build_id(const ElfW(Phdr) *phdr, unsigned int phnum,
 				  uintptr_t bias, uintptr_t lo, uintptr_t hi, __u8 *out)
 {
-	for (unsigned int i = 0; i < phnum; i++) {
-		const ElfW(Phdr) *ph = &phdr[i];
-		const char *p, *end;
-		size_t align = ph->p_align == 8 ? 8 : 4;
+	size_t len;
+	const void *desc = kpp_build_id_note(phdr, phnum, bias, lo, hi, &len);
 
-		if (ph->p_type != PT_NOTE ||
-		    !in_range(bias + ph->p_vaddr, ph->p_memsz, lo, hi))
-			continue;
-		p = (const char *)(bias + ph->p_vaddr);
-		end = p + ph->p_memsz;
-		while (p + sizeof(ElfW(Nhdr)) <= end) {
-			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
-			const char *name = p + sizeof(*n);
-			const char *desc = name + ((n->n_namesz + align - 1) & ~(align - 1));
-
-			if (desc > end || n->n_descsz > (size_t)(end - desc))
-				break;
-			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
-			    !memcmp(name, "GNU", 4) && n->n_descsz > 0) {
-				unsigned int len = n->n_descsz;
-
-				if (len > KPPROF_BUILD_ID_MAX)
-					len = KPPROF_BUILD_ID_MAX;
-				memcpy(out, desc, len);
-				return len;
-			}
-			p = desc + ((n->n_descsz + align - 1) & ~(align - 1));
-		}
-	}
-	return 0;
+	if (!desc)
+		return 0;
+	if (len > KPPROF_BUILD_ID_MAX)
+		len = KPPROF_BUILD_ID_MAX;
+	memcpy(out, desc, len);
+	return (unsigned int)len;
 }
 
 static int take_buf(void)

@@ -345,6 +345,14 @@ void kpp_set_stats(struct kpp_set_stats *st) KPP_HIDDEN;
  * recorded pc's object is here with @used set (kpp_maps_send_objs may
  * send these instead of looking each pc up).
  */
+/*
+ * kpp_build_id_note - the descriptor (@len bytes) of the first GNU build-id
+ * note of a loaded object, its program headers @phdr, @phnum, at @bias,
+ * in a PT_NOTE wholly within [@lo, @hi]; NULL if none (build_id.c).
+ */
+const void *kpp_build_id_note(const ElfW(Phdr) *phdr, unsigned int phnum, uintptr_t bias,
+			      uintptr_t lo, uintptr_t hi, size_t *len) KPP_HIDDEN;
+
 #define KPP_WALK_OBJS	8
 struct kpp_obj {
 	uintptr_t lo, hi;		/* dlfo_map_start, dlfo_map_end */

@@ -48,7 +48,7 @@ enum { RULE_NONE, RULE_STEP, RULE_END, RULE_SLOW };
  */
 struct rule {
 	uint64_t pc;
-	uint32_t eh;		/* its object's tag (object_tag): a new load misses */
+	uint32_t tag;		/* its object's tag (object_tag): a new load misses */
 	uint16_t cfa_off;	/* CFA = reg + 8 * cfa_off */
 	int8_t rbp_off;		/* caller's rbp at CFA + 8 * rbp_off; 0: unchanged */
 	uint8_t kind;		/* RULE_* | RULE_ON_RBP */
@@ -477,7 +477,7 @@ static const struct rule *rule_of(struct cache *c, uint64_t pc, uint32_t tag)
 
 	_Static_assert(CACHE_SETS == 1 << 10, "the set index takes 10 bits");
 	for (i = 0; i < WAYS; i++)
-		if (set->way[i].pc == pc && set->way[i].eh == tag)
+		if (set->way[i].pc == pc && set->way[i].tag == tag)
 			break;
 	if (likely(i == 0))
 		return &set->way[0];
@@ -488,7 +488,7 @@ static const struct rule *rule_of(struct cache *c, uint64_t pc, uint32_t tag)
 		memset(&r, 0, sizeof(r));
 		find_rule(&r, pc);
 		r.pc = pc;
-		r.eh = tag;
+		r.tag = tag;
 		c->touched |= 1U << (((uintptr_t)set - (uintptr_t)c->set) / 4096);
 	}
 	memmove(&set->way[1], &set->way[0], i * sizeof(r));
@@ -514,10 +514,9 @@ static inline uint64_t load8(const void *p)
 static const void *build_id_word(uintptr_t start)
 {
 	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)start;
-	const uintptr_t end = start + 4096;
 	const ElfW(Phdr) *ph;
-	uintptr_t bias = 0;
-	bool have_bias = false;
+	const void *desc;
+	size_t len;
 
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_phentsize != sizeof(*ph) ||
 	    eh->e_phoff > 4096 || eh->e_phnum > (4096 - eh->e_phoff) / sizeof(*ph))
@@ -526,28 +525,11 @@ static const void *build_id_word(uintptr_t start)
 	for (unsigned int i = 0; i < eh->e_phnum; i++)
 		if (ph[i].p_type == PT_LOAD) {
 			/* the lowest PT_LOAD starts the object (dlfo_map_start) */
-			bias = start - (ph[i].p_vaddr & ~(uintptr_t)4095);
-			have_bias = true;
-			break;
+			desc = kpp_build_id_note(ph, eh->e_phnum,
+						 start - (ph[i].p_vaddr & ~(uintptr_t)4095),
+						 start, start + 4096, &len);
+			return desc && len >= 8 ? desc : NULL;
 		}
-	for (unsigned int i = 0; have_bias && i < eh->e_phnum; i++) {
-		uintptr_t p = bias + ph[i].p_vaddr, stop = p + ph[i].p_memsz;
-		size_t align = ph[i].p_align == 8 ? 8 : 4;
-
-		if (ph[i].p_type != PT_NOTE || p < start || stop > end || stop < p)
-			continue;
-		while (p + sizeof(ElfW(Nhdr)) <= stop) {
-			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
-			uintptr_t desc = p + sizeof(*n) + ((n->n_namesz + align - 1) & ~(align - 1));
-
-			if (desc > stop || n->n_descsz > stop - desc)
-				break;
-			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
-			    !memcmp((const char *)(n + 1), "GNU", 4) && n->n_descsz >= 8)
-				return (const void *)desc;
-			p = desc + ((n->n_descsz + align - 1) & ~(align - 1));
-		}
-	}
 	return NULL;
 }
 
