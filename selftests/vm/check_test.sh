@@ -54,6 +54,10 @@ tree() {
 	while [ "$1" != -- ]; do shift; done
 	shift
 	"$@"
+	rc=$?
+	# VMRUN_STUB_PANIC=1: the guest "panicked" after the command's output
+	[ "${VMRUN_STUB_PANIC:-0}" = 0 ] || { echo "vm-run: FAILED (panic): the guest kernel panicked (stub)" >&2; exit 125; }
+	exit $rc
 	EOF
 	printf '#!/bin/sh\nexit 0\n' >"$t/scripts/vm/debug-kernel"
 	chmod +x "$t/scripts/kernels" "$t/scripts/vm-run" "$t/scripts/vm/debug-kernel"
@@ -87,7 +91,7 @@ check() {
 }
 
 T='. selftests/lib/tap.sh'
-tap_plan 17
+tap_plan 19
 
 tree
 prog honest "$T; tap_plan 2; tap_ok a; tap_ok b; tap_done"
@@ -182,4 +186,18 @@ tree
 prog honest "$T; tap_plan 1; tap_ok a; tap_done"
 check "a run that selects no test fails" "0 passed, 1 failed, 0 skipped rc:1" \
 	KPPROF_CHECK_SKIP_BUILD=1 KPPROF_CHECK_ONLY=nothing
+tree
+prog first "$T; tap_plan 1; tap_ok a; tap_done"
+prog second "$T; tap_plan 1; tap_ok a; tap_done"
+mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+check "a guest that panics after its programs fails the run once" "2 passed, 1 failed, 0 skipped rc:1" \
+	KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_PANIC=1
+# The failure, with the program that was running, among the last 3 lines
+# (a CI page shows the tail of the log only).
+last=$(tail -n 3 "$work/out")
+if [[ $last == *"[FAIL] [6.1.0-stub] scripts/vm-run selftests/zz/vm.list (panic): the guest kernel panicked (stub); last program started: selftests/zz/second"* ]]; then
+	tap_ok "... named again in the last lines, with the program that was running"
+else
+	tap_fail "... named again in the last lines, with the program that was running" "the last lines: $last"
+fi
 tap_done

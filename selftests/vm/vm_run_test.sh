@@ -31,7 +31,7 @@ expect() {
 	fi
 }
 
-tap_plan 15
+tap_plan 16
 
 # The working directory is under /tmp on purpose: the guest mounts a fresh
 # tmpfs on /tmp, and the share must still land on top of it.
@@ -50,14 +50,24 @@ expect "a WARNING in dmesg fails the run" \
 	eval '[[ $err == *"FAILED (dmesg)"*"WARNING: vm-run self-test line"* ]]'
 
 vm --no-module -- sh -c 'echo c >/proc/sysrq-trigger'
-expect "a guest panic fails the run" \
-	eval '[ $rc -ne 0 ] && [[ $err == *"FAILED (panic)"* ]]'
+expect "a guest panic fails the run, its panic line in the FAILED line" \
+	eval '[ $rc -ne 0 ] && [[ $err == *"FAILED (panic): the guest kernel panicked (first sign: "*"; Kernel panic - not syncing: sysrq triggered crash"* ]]'
 
 # 20 s: on an idle machine the guest's own deadline (10 s before the host's)
 # kills CMD and reports; on a busy one the boot eats it and the host does.
 vm --no-module --timeout 20 -- sleep 600
 expect "--timeout stops a hung command" \
 	eval '[ $rc -ne 0 ] && [[ $err == *"FAILED (timeout)"* ]]'
+
+# A set-up step (module, 9p mount) still running at the guest deadline is
+# named and dumped on the console: here a deadline already past (the last
+# kppvm_deadline on the command line wins) fires during the first step.
+KPPROF_VM_KEEP=1 KPPROF_VM_APPEND=kppvm_deadline=1 vm --no-module -- true
+kept=$(sed -n 's/^vm-run: kept //p' <<<"$err")
+expect "a set-up past the guest deadline is named and its blocked tasks dumped" \
+	eval '[ $rc -eq 0 ] && grep -q "kpprof-vm: set-up not done at the deadline, in step: modules" "$kept/console.log" &&
+		grep -q "sysrq: Show Blocked State" "$kept/console.log"'
+[ -z "$kept" ] || rm -rf "$kept"
 
 # Stopping vm-run (Ctrl-C, a test runner's timeout) must not leave qemu behind.
 (cd "$work" && exec "$vmrun" --cpus 1 --no-module -- sleep 600 >/dev/null 2>"$work/.err") &
