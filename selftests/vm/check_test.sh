@@ -51,6 +51,13 @@ tree() {
 	#!/bin/bash
 	# stub: the command after "--", on the host; its options noted
 	echo "$*" >>"$(dirname "$0")/../vm-run.args"
+	# VMRUN_STUB_BOOTFAIL=N: the first N boots die before the run begins
+	boots=$(dirname "$0")/../vm-run.boots
+	echo x >>"$boots"
+	if [ "$(wc -l <"$boots")" -le "${VMRUN_STUB_BOOTFAIL:-0}" ]; then
+		echo "vm-run: FAILED (boot): the guest kernel panicked while booting, before the run began (stub)" >&2
+		exit 125
+	fi
 	while [ "$1" != -- ]; do shift; done
 	shift
 	"$@"
@@ -91,7 +98,7 @@ check() {
 }
 
 T='. selftests/lib/tap.sh'
-tap_plan 19
+tap_plan 22
 
 tree
 prog honest "$T; tap_plan 2; tap_ok a; tap_ok b; tap_done"
@@ -200,4 +207,21 @@ if [[ $last == *"[FAIL] [6.1.0-stub] scripts/vm-run selftests/zz/vm.list (panic)
 else
 	tap_fail "... named again in the last lines, with the program that was running" "the last lines: $last"
 fi
+tree
+prog first "$T; tap_plan 1; tap_ok a; tap_done"
+mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+check "a boot that dies before the run began is booted once more" "1 passed, 0 failed, 0 skipped rc:0" \
+	KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_BOOTFAIL=1
+if grep -q '^# \[RETRY\] \[6.1.0-stub\] scripts/vm-run selftests/zz/vm.list (boot): the guest kernel panicked while booting, before the run began (stub); booted once more$' "$work/out" &&
+	[ "$(wc -l <"$work/t/vm-run.boots")" = 2 ]; then
+	tap_ok "... two boots, the first one named in a [RETRY] line"
+else
+	tap_fail "... two boots, the first one named in a [RETRY] line" "$(wc -l <"$work/t/vm-run.boots") boots; $(grep -a RETRY "$work/out")"
+fi
+
+tree
+prog first "$T; tap_plan 1; tap_ok a; tap_done"
+mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+check "a boot that dies twice before the run began fails" "0 passed, 1 failed, 0 skipped rc:1" \
+	KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_BOOTFAIL=2
 tap_done

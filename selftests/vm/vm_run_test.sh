@@ -31,7 +31,7 @@ expect() {
 	fi
 }
 
-tap_plan 16
+tap_plan 17
 
 # The working directory is under /tmp on purpose: the guest mounts a fresh
 # tmpfs on /tmp, and the share must still land on top of it.
@@ -51,7 +51,13 @@ expect "a WARNING in dmesg fails the run" \
 
 vm --no-module -- sh -c 'echo c >/proc/sysrq-trigger'
 expect "a guest panic fails the run, its panic line in the FAILED line" \
-	eval '[ $rc -ne 0 ] && [[ $err == *"FAILED (panic): the guest kernel panicked (first sign: "*"; Kernel panic - not syncing: sysrq triggered crash"* ]]'
+	eval '[ $rc -ne 0 ] && [[ $err == *"FAILED (panic): the guest kernel panicked (first sign: "*"Kernel panic - not syncing: sysrq triggered crash"* ]]'
+
+# A panic before init's "run begins" marker is the boot's: no module, no test
+# (scripts/check boots such a list once more).  No init: the kernel panics.
+KPPROF_VM_APPEND=rdinit=/nonexistent vm --no-module -- true
+expect "a panic while booting is a boot failure, its panic line named" \
+	eval '[ $rc -eq 125 ] && [[ $err == *"FAILED (boot): the guest kernel panicked while booting, before the run began"*"Kernel panic - not syncing: VFS"* ]]'
 
 # 20 s: on an idle machine the guest's own deadline (10 s before the host's)
 # kills CMD and reports; on a busy one the boot eats it and the host does.
