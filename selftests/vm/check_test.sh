@@ -63,6 +63,8 @@ tree() {
 	"$@"
 	rc=$?
 	# VMRUN_STUB_PANIC=1: the guest "panicked" after the command's output
+	# VMRUN_STUB_LATE_BOOT=1: a "boot" verdict after programs ran (a wrong one)
+	[ "${VMRUN_STUB_LATE_BOOT:-0}" = 0 ] || { echo "vm-run: FAILED (boot): the guest kernel panicked while booting (stub, late)" >&2; exit 125; }
 	[ "${VMRUN_STUB_PANIC:-0}" = 0 ] || { echo "vm-run: FAILED (panic): the guest kernel panicked (stub)" >&2; exit 125; }
 	exit $rc
 	EOF
@@ -98,7 +100,7 @@ check() {
 }
 
 T='. selftests/lib/tap.sh'
-tap_plan 22
+tap_plan 24
 
 tree
 prog honest "$T; tap_plan 2; tap_ok a; tap_ok b; tap_done"
@@ -224,4 +226,14 @@ prog first "$T; tap_plan 1; tap_ok a; tap_done"
 mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
 check "a boot that dies twice before the run began fails" "0 passed, 1 failed, 0 skipped rc:1" \
 	KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_BOOTFAIL=2
+tree
+prog first "$T; tap_plan 1; tap_ok a; tap_done"
+mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+check "a 'boot' failure after a program started is not booted again" "1 passed, 1 failed, 0 skipped rc:1" \
+	KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_LATE_BOOT=1
+if [ "$(wc -l <"$work/t/vm-run.boots")" = 1 ] && ! grep -q RETRY "$work/out"; then
+	tap_ok "... one boot, no [RETRY] line"
+else
+	tap_fail "... one boot, no [RETRY] line" "$(wc -l <"$work/t/vm-run.boots") boots; $(grep -a RETRY "$work/out")"
+fi
 tap_done
