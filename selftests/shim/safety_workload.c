@@ -192,18 +192,61 @@ static size_t wait_hash(const void *m)
 
 static pthread_mutex_t mutexes[512];
 
+/*
+ * Wake-up latency: from just before a holder's hand-off (its unlock) to the
+ * waiter's return from the lock.  The shim charges a mutex wait at the
+ * unlock (Go's mutex profile); the waiter's own blocked time (the block
+ * profile) also holds this latency, which a loaded machine makes tens of
+ * ms.  Printed as "wake_ns N" so the test compares the charge with the
+ * wait up to the hand-off, not with the scheduler's delay after it.
+ */
+static _Atomic uint64_t wake_ns;
+static _Atomic uint64_t released_at[2];	/* per mutex of a test, ns */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* release_mark - the holder of mutex @i hands it off now */
+static void release_mark(int i)
+{
+	atomic_store(&released_at[i], mono_ns());
+}
+
+/* woken - a waiter of mutex @i has it: add its wake-up latency */
+static void woken(int i)
+{
+	uint64_t at = atomic_load(&released_at[i]), now = mono_ns();
+
+	if (at && now > at)
+		atomic_fetch_add(&wake_ns, now - at);
+}
+
+struct waiter_arg {
+	pthread_mutex_t *m;
+	int i;		/* its released_at slot */
+};
+
 static void *lock_unlock(void *arg)
 {
-	pthread_mutex_lock(arg);
-	pthread_mutex_unlock(arg);
+	struct waiter_arg *w = arg;
+
+	pthread_mutex_lock(w->m);
+	woken(w->i);
+	release_mark(w->i);	/* a second waiter gets it from us */
+	pthread_mutex_unlock(w->m);
 	return NULL;
 }
 
-static pthread_t spawn_waiter(pthread_mutex_t *m)
+static pthread_t spawn_waiter(struct waiter_arg *w)
 {
 	pthread_t t;
 
-	pthread_create(&t, NULL, lock_unlock, m);
+	pthread_create(&t, NULL, lock_unlock, w);
 	ms_sleep(20);	/* it is blocked in the lock by then */
 	return t;
 }
@@ -225,22 +268,28 @@ static int do_collide(int rounds)
 			b = &mutexes[i];
 	if (!b)
 		return printf("fail no colliding mutex\n"), 1;
+	struct waiter_arg wa_arg = { a, 0 }, wb_arg = { b, 1 };
+
 	for (int r = 0; r < rounds; r++) {
 		pthread_t wa, wb1, wb2;
 
+		atomic_store(&released_at[0], 0);
+		atomic_store(&released_at[1], 0);
 		pthread_mutex_lock(a);
 		pthread_mutex_lock(b);
-		wa = spawn_waiter(a);
-		wb1 = spawn_waiter(b);
+		wa = spawn_waiter(&wa_arg);
+		wb1 = spawn_waiter(&wb_arg);
+		release_mark(0);
 		pthread_mutex_unlock(a);
 		pthread_join(wa, NULL);
-		wb2 = spawn_waiter(b);
+		wb2 = spawn_waiter(&wb_arg);
 		ms_sleep(20);
+		release_mark(1);
 		pthread_mutex_unlock(b);
 		pthread_join(wb1, NULL);
 		pthread_join(wb2, NULL);
 	}
-	printf("ok collide %d\n", rounds);
+	printf("ok collide %d\nwake_ns %llu\n", rounds, (unsigned long long)atomic_load(&wake_ns));
 	return 0;
 }
 
@@ -253,6 +302,7 @@ static void *handoff_waiter(void *arg)
 	(void)arg;
 	atomic_store(&waiter_go, 1);
 	pthread_mutex_lock(&hm);
+	woken(0);
 	pthread_mutex_unlock(&hm);
 	return NULL;
 }
@@ -271,6 +321,7 @@ static int handoffs(int rounds, int how)
 		pthread_t w;
 
 		atomic_store(&waiter_go, 0);
+		atomic_store(&released_at[0], 0);
 		pthread_mutex_lock(&hm);
 		if (how == 'r')
 			pthread_mutex_lock(&hm);
@@ -281,6 +332,7 @@ static int handoffs(int rounds, int how)
 		if (how == 'r') {
 			pthread_mutex_unlock(&hm);	/* inner: no hand-off */
 			ms_sleep(20);
+			release_mark(0);
 			pthread_mutex_unlock(&hm);
 		} else {
 			struct timespec ts;
@@ -292,12 +344,14 @@ static int handoffs(int rounds, int how)
 				ts.tv_nsec -= 1000000000L;
 			}
 			/* releases hm: the waiter gets it; times out, relocks */
+			release_mark(0);
 			pthread_cond_timedwait(&hc, &hm, &ts);
 			pthread_mutex_unlock(&hm);
 		}
 		pthread_join(w, NULL);
 	}
-	printf("ok handoffs %c %d\n", how, rounds);
+	printf("ok handoffs %c %d\nwake_ns %llu\n", how, rounds,
+	       (unsigned long long)atomic_load(&wake_ns));
 	return 0;
 }
 
