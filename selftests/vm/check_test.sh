@@ -58,6 +58,11 @@ tree() {
 		echo "vm-run: FAILED (boot): the guest kernel panicked while booting, before the run began (stub)" >&2
 		exit 125
 	fi
+	# VMRUN_STUB_BOOTHANG=N: the first N boots hang before the run begins
+	if [ "$(wc -l <"$boots")" -le "${VMRUN_STUB_BOOTHANG:-0}" ]; then
+		echo "vm-run: FAILED (boot): no result within 1800 s while booting, before the run began (stub)" >&2
+		exit 124
+	fi
 	while [ "$1" != -- ]; do shift; done
 	shift
 	"$@"
@@ -100,7 +105,7 @@ check() {
 }
 
 T='. selftests/lib/tap.sh'
-tap_plan 24
+tap_plan 26
 
 tree
 prog honest "$T; tap_plan 2; tap_ok a; tap_ok b; tap_done"
@@ -235,5 +240,15 @@ if [ "$(wc -l <"$work/t/vm-run.boots")" = 1 ] && ! grep -q RETRY "$work/out"; th
 	tap_ok "... one boot, no [RETRY] line"
 else
 	tap_fail "... one boot, no [RETRY] line" "$(wc -l <"$work/t/vm-run.boots") boots; $(grep -a RETRY "$work/out")"
+fi
+tree
+prog first "$T; tap_plan 1; tap_ok a; tap_done"
+mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+check "a boot that hangs before the run began fails, not booted again" "0 passed, 1 failed, 0 skipped rc:1" \
+	KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_BOOTHANG=1
+if [ "$(wc -l <"$work/t/vm-run.boots")" = 1 ] && ! grep -q RETRY "$work/out"; then
+	tap_ok "... one boot (the VM timeout is not spent twice), no [RETRY] line"
+else
+	tap_fail "... one boot (the VM timeout is not spent twice), no [RETRY] line" "$(wc -l <"$work/t/vm-run.boots") boots; $(grep -a RETRY "$work/out")"
 fi
 tap_done
