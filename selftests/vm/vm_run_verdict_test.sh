@@ -70,7 +70,7 @@ expect() {
 }
 failed() { grep -a '^vm-run: FAILED' <<<"$err"; }
 
-tap_plan 9
+tap_plan 10
 
 boot='[    0.000000] Linux version 6.1.0-stub
 [    1.000000] Run /init as init process
@@ -140,7 +140,15 @@ vm STUB_CONSOLE="$work/con" STUB_STATUS="$work/st" STUB_RC=0
 expect "a guest that stopped silently after 'begins' is a panic, not a boot failure" \
 	eval '[ $rc = 125 ] && [[ $(failed) == "vm-run: FAILED (panic): the guest stopped before finishing (qemu status 0)" ]]'
 
-# 8. a clean run still passes through the stub (the harness itself works).
+# 8. a soft lockup (a report that does not panic), then the guest hangs.
+printf '%s\n' "$boot" '[    2.900000] kpprof-vm: run begins' \
+	'[   60.000000] watchdog: BUG: soft lockup - CPU#0 stuck for 26s! [kpprof:123]' >"$work/con"
+printf 'begins\n' >"$work/st"
+vm STUB_CONSOLE="$work/con" STUB_STATUS="$work/st" STUB_HANG=1
+expect "a hang after a soft lockup: the timeout's FAILED line names it" \
+	eval '[ $rc = 124 ] && [[ $(failed) == "vm-run: FAILED (timeout): no result within 3 s (first sign: "*"BUG: soft lockup - CPU#0 stuck for 26s! [kpprof:123])" ]]'
+
+# 9. a clean run still passes through the stub (the harness itself works).
 printf '%s\n' "$boot" '[    2.900000] kpprof-vm: run begins' '[    4.000000] kpprof-vm: run ends' >"$work/con"
 printf 'begins\nrc 0\ndone\n' >"$work/st"
 vm STUB_CONSOLE="$work/con" STUB_STATUS="$work/st" STUB_RC=1
