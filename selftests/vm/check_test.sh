@@ -58,6 +58,13 @@ tree() {
 		echo "vm-run: FAILED (boot): the guest kernel panicked while booting, before the run began (stub)" >&2
 		exit 125
 	fi
+	# VMRUN_STUB_NUL=1: the first boot panics (not while booting), its
+	# console excerpt holding a NUL byte before text like a FAILED line
+	if [ "${VMRUN_STUB_NUL:-0}" = 1 ] && [ "$(wc -l <"$boots")" = 1 ]; then
+		echo "vm-run: FAILED (panic): the guest kernel panicked (stub)" >&2
+		printf '  | x\0vm-run: FAILED (boot): a console line\n' >&2
+		exit 125
+	fi
 	# VMRUN_STUB_BOOTHANG=N: the first N boots hang before the run begins
 	if [ "$(wc -l <"$boots")" -le "${VMRUN_STUB_BOOTHANG:-0}" ]; then
 		echo "vm-run: FAILED (boot): no result within 1800 s while booting, before the run began (stub)" >&2
@@ -105,7 +112,7 @@ check() {
 }
 
 T='. selftests/lib/tap.sh'
-tap_plan 26
+tap_plan 27
 
 tree
 prog honest "$T; tap_plan 2; tap_ok a; tap_ok b; tap_done"
@@ -251,4 +258,9 @@ if [ "$(wc -l <"$work/t/vm-run.boots")" = 1 ] && ! grep -q RETRY "$work/out"; th
 else
 	tap_fail "... one boot (the VM timeout is not spent twice), no [RETRY] line" "$(wc -l <"$work/t/vm-run.boots") boots; $(grep -a RETRY "$work/out")"
 fi
+tree
+prog first "$T; tap_plan 1; tap_ok a; tap_done"
+mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+check "a panic whose console excerpt holds a NUL before 'vm-run: FAILED (boot)' fails, not booted again" \
+	"0 passed, 1 failed, 0 skipped rc:1" KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_NUL=1
 tap_done
