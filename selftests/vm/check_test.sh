@@ -39,7 +39,7 @@ tree() {
 	cat >"$t/scripts/kernels" <<-'EOF'
 	#!/bin/bash
 	# stub: the default kernel; KERNELS_MISSING=1: 6.12 is not installed
-	[ "${1:-}" = --default ] && { echo 6.1.0-stub; exit; }
+	[ "${1:-}" = --default ] && { echo "${KERNELS_DEFAULT:-6.1.0-stub}"; exit; }
 	echo 6.1.0-stub
 	if [ "${KERNELS_MISSING:-0}" = 1 ]; then
 		echo "kernels: the kernel matrix lacks linux-image-6.12 with its headers; install it with 'make deps'" >&2
@@ -112,7 +112,7 @@ check() {
 }
 
 T='. selftests/lib/tap.sh'
-tap_plan 27
+tap_plan 29
 
 tree
 prog honest "$T; tap_plan 2; tap_ok a; tap_ok b; tap_done"
@@ -263,4 +263,19 @@ prog first "$T; tap_plan 1; tap_ok a; tap_done"
 mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
 check "a panic whose console excerpt holds a NUL before 'vm-run: FAILED (boot)' fails, not booted again" \
 	"0 passed, 1 failed, 0 skipped rc:1" KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_NUL=1
+# The closing "boots retried" section after a long summary (140 KB, over
+# a pipe's 64 KiB: a grep -q that stops reading must not hide it).
+tree
+long=$(printf 'p%.0s' $(seq 200))
+for i in $(seq 260); do
+	prog "${long}_$i" "$T; tap_plan 1; tap_ok a; tap_done"
+done
+mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+check "260 programs booted once more" "260 passed, 0 failed, 0 skipped rc:0" \
+	KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_BOOTFAIL=1 KERNELS_DEFAULT="6.1.0-$long"
+if sed -n '/^# boots retried:$/,$p' "$work/out" | grep -q '^# \[RETRY\]'; then
+	tap_ok "... the [RETRY] line repeated in the closing section after a long summary"
+else
+	tap_fail "... the [RETRY] line repeated in the closing section after a long summary" "$(tail -n 4 "$work/out")"
+fi
 tap_done
