@@ -39,7 +39,7 @@ tree() {
 	cat >"$t/scripts/kernels" <<-'EOF'
 	#!/bin/bash
 	# stub: the default kernel; KERNELS_MISSING=1: 6.12 is not installed
-	[ "${1:-}" = --default ] && { echo 6.1.0-stub; exit; }
+	[ "${1:-}" = --default ] && { echo "${KERNELS_DEFAULT:-6.1.0-stub}"; exit; }
 	echo 6.1.0-stub
 	if [ "${KERNELS_MISSING:-0}" = 1 ]; then
 		echo "kernels: the kernel matrix lacks linux-image-6.12 with its headers; install it with 'make deps'" >&2
@@ -57,6 +57,18 @@ tree() {
 	if [ "$(wc -l <"$boots")" -le "${VMRUN_STUB_BOOTFAIL:-0}" ]; then
 		echo "vm-run: FAILED (boot): the guest kernel panicked while booting, before the run began (stub)" >&2
 		exit 125
+	fi
+	# VMRUN_STUB_NUL=1: the first boot panics (not while booting), its
+	# console excerpt holding a NUL byte before text like a FAILED line
+	if [ "${VMRUN_STUB_NUL:-0}" = 1 ] && [ "$(wc -l <"$boots")" = 1 ]; then
+		echo "vm-run: FAILED (panic): the guest kernel panicked (stub)" >&2
+		printf '  | x\0vm-run: FAILED (boot): a console line\n' >&2
+		exit 125
+	fi
+	# VMRUN_STUB_BOOTHANG=N: the first N boots hang before the run begins
+	if [ "$(wc -l <"$boots")" -le "${VMRUN_STUB_BOOTHANG:-0}" ]; then
+		echo "vm-run: FAILED (boot): no result within 1800 s while booting, before the run began (stub)" >&2
+		exit 124
 	fi
 	while [ "$1" != -- ]; do shift; done
 	shift
@@ -100,7 +112,7 @@ check() {
 }
 
 T='. selftests/lib/tap.sh'
-tap_plan 24
+tap_plan 29
 
 tree
 prog honest "$T; tap_plan 2; tap_ok a; tap_ok b; tap_done"
@@ -235,5 +247,35 @@ if [ "$(wc -l <"$work/t/vm-run.boots")" = 1 ] && ! grep -q RETRY "$work/out"; th
 	tap_ok "... one boot, no [RETRY] line"
 else
 	tap_fail "... one boot, no [RETRY] line" "$(wc -l <"$work/t/vm-run.boots") boots; $(grep -a RETRY "$work/out")"
+fi
+tree
+prog first "$T; tap_plan 1; tap_ok a; tap_done"
+mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+check "a boot that hangs before the run began fails, not booted again" "0 passed, 1 failed, 0 skipped rc:1" \
+	KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_BOOTHANG=1
+if [ "$(wc -l <"$work/t/vm-run.boots")" = 1 ] && ! grep -q RETRY "$work/out"; then
+	tap_ok "... one boot (the VM timeout is not spent twice), no [RETRY] line"
+else
+	tap_fail "... one boot (the VM timeout is not spent twice), no [RETRY] line" "$(wc -l <"$work/t/vm-run.boots") boots; $(grep -a RETRY "$work/out")"
+fi
+tree
+prog first "$T; tap_plan 1; tap_ok a; tap_done"
+mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+check "a panic whose console excerpt holds a NUL before 'vm-run: FAILED (boot)' fails, not booted again" \
+	"0 passed, 1 failed, 0 skipped rc:1" KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_NUL=1
+# The closing "boots retried" section after a long summary (140 KB, over
+# a pipe's 64 KiB: a grep -q that stops reading must not hide it).
+tree
+long=$(printf 'p%.0s' $(seq 200))
+for i in $(seq 260); do
+	prog "${long}_$i" "$T; tap_plan 1; tap_ok a; tap_done"
+done
+mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+check "260 programs booted once more" "260 passed, 0 failed, 0 skipped rc:0" \
+	KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_BOOTFAIL=1 KERNELS_DEFAULT="6.1.0-$long"
+if sed -n '/^# boots retried:$/,$p' "$work/out" | grep -q '^# \[RETRY\]'; then
+	tap_ok "... the [RETRY] line repeated in the closing section after a long summary"
+else
+	tap_fail "... the [RETRY] line repeated in the closing section after a long summary" "$(tail -n 4 "$work/out")"
 fi
 tap_done
