@@ -31,7 +31,7 @@ expect() {
 	fi
 }
 
-tap_plan 17
+tap_plan 19
 
 # The working directory is under /tmp on purpose: the guest mounts a fresh
 # tmpfs on /tmp, and the share must still land on top of it.
@@ -62,8 +62,19 @@ expect "a panic while booting is a boot failure, its panic line named" \
 # 20 s: on an idle machine the guest's own deadline (10 s before the host's)
 # kills CMD and reports; on a busy one the boot eats it and the host does.
 vm --no-module --timeout 20 -- sleep 600
+# (On a machine so busy that the boot itself takes 20 s, the boot deadline
+# stops it first: a boot timeout.)
 expect "--timeout stops a hung command" \
-	eval '[ $rc -ne 0 ] && [[ $err == *"FAILED (timeout)"* ]]'
+	eval '[ $rc -ne 0 ] && [[ $err == *"FAILED (timeout)"* || $err == *"FAILED (boot): no result within 20 s while booting"* ]]'
+
+# The boot deadline: a guest that has not reached init's "run begins" by
+# then is stopped, a boot failure, with the set-up step it was in.
+KPPROF_VM_BOOT_TIMEOUT=2 vm --no-module -- true
+expect "KPPROF_VM_BOOT_TIMEOUT stops a boot that has not reached the run" \
+	eval '[ $rc -eq 124 ] && [[ $err == *"FAILED (boot): no result within 2 s while booting, before the run began"* ]]'
+KPPROF_VM_BOOT_TIMEOUT=soon vm --no-module -- true
+expect "a bad KPPROF_VM_BOOT_TIMEOUT is refused before any boot" \
+	eval '[ $rc -eq 2 ] && [[ $err == *"KPPROF_VM_BOOT_TIMEOUT wants seconds, got '"'"'soon'"'"'"* ]]'
 
 # A set-up step (module, 9p mount) still running at the guest deadline is
 # named and dumped on the console: here a deadline already past (the last
