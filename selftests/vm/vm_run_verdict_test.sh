@@ -9,7 +9,12 @@
 # the marker's log level, a console printed by a kthread, a reset that
 # flushed nothing); the exit status stays 125/124 when the console after
 # the first sign of trouble is long; console lines with CRs and bytes that
-# are not UTF-8 give one clean FAILED line.
+# are not UTF-8 give one clean FAILED line.  The boot deadline
+# (KPPROF_VM_BOOT_TIMEOUT): a guest that has not begun by then is stopped,
+# a "boot" timeout of that many seconds; one that began (either witness,
+# the status file's "begins" or the console marker) is left to the run's
+# own timeout; a run timeout below the boot deadline caps it; bad values
+# are refused.
 #
 # usage: selftests/vm/vm_run_verdict_test.sh [REV]   REV: take scripts/vm-run
 #        from that git revision, default the working tree.
@@ -33,28 +38,35 @@ printf '#!/bin/sh\n: >"$2"\n' >"$t/scripts/vm/mkinitramfs"
 # The stub guest: STUB_CONSOLE (a file) becomes the console log,
 # STUB_STATUS (a file) the status file; exits with STUB_RC (qemu's status:
 # 1 after isa-debug-exit, 0 after a panic with -no-reboot) or, with
-# STUB_HANG=1, sleeps until vm-run's timeout ends it.
+# STUB_HANG=1, sleeps until vm-run's timeout ends it.  STUB_SCRIPT (bash,
+# with $run and $con) runs before that: a guest that begins later.
+# STUB_APPEND (a file) receives the kernel command line.
 cat >"$t/bin/qemu-system-x86_64" <<-'EOF'
 	#!/bin/bash
 	while [ $# -gt 0 ]; do
 		case $1 in
 		file,id=con,path=*) con=${1#file,id=con,path=} ;;
+		-append) [ -z "${STUB_APPEND:-}" ] || echo "$2" >"$STUB_APPEND" ;;
 		esac
 		shift
 	done
 	run=$(dirname "$con")
 	cp "$STUB_CONSOLE" "$con"
 	[ -z "${STUB_STATUS:-}" ] || cp "$STUB_STATUS" "$run/status"
+	[ -z "${STUB_SCRIPT:-}" ] || eval "$STUB_SCRIPT"
 	[ "${STUB_HANG:-0}" = 0 ] || exec sleep 60
 	exit "${STUB_RC:-0}"
 EOF
 chmod +x "$t/scripts/vm-run" "$t/scripts/kernels" "$t/scripts/vm/mkinitramfs" "$t/bin/qemu-system-x86_64"
 
-# vm [ENV...]: runs the scratch vm-run; sets rc and err (its stderr).
+# vm [ENV...]: runs the scratch vm-run (--timeout $vt, default 3); sets
+# rc, err (its stderr) and secs (its wall time).
 vm() {
+	local t0=$SECONDS
 	(cd "$t/cwd" && env PATH="$t/bin:$PATH" KPPROF_VM_KERNEL="$t/kernel" "$@" \
-		"$t/scripts/vm-run" --no-module --timeout 3 -- true >/dev/null 2>"$work/err")
+		"$t/scripts/vm-run" --no-module --timeout "${vt:-3}" -- true >/dev/null 2>"$work/err")
 	rc=$?
+	secs=$((SECONDS - t0))
 	err=$(cat "$work/err")
 }
 # expect NAME COND...: ok if COND holds, else not ok with what vm-run said.
@@ -70,7 +82,7 @@ expect() {
 }
 failed() { grep -a '^vm-run: FAILED' <<<"$err"; }
 
-tap_plan 10
+tap_plan 17
 
 boot='[    0.000000] Linux version 6.1.0-stub
 [    1.000000] Run /init as init process
@@ -153,4 +165,50 @@ printf '%s\n' "$boot" '[    2.900000] kpprof-vm: run begins' '[    4.000000] kpp
 printf 'begins\nrc 0\ndone\n' >"$work/st"
 vm STUB_CONSOLE="$work/con" STUB_STATUS="$work/st" STUB_RC=1
 expect "a clean run: exit status 0, no FAILED line" eval '[ $rc = 0 ] && [ -z "$(failed)" ]'
+
+# 10. the boot deadline: a guest that hangs before it begins is stopped
+# then, a boot timeout of that many seconds, long before the run's own.
+printf '%s\n' "$boot" >"$work/con"
+vt=40 vm STUB_CONSOLE="$work/con" STUB_HANG=1 KPPROF_VM_BOOT_TIMEOUT=2
+expect "a boot hang is stopped at the boot deadline (2 s of 40; took $secs s)" \
+	eval '[ $rc = 124 ] && [ $secs -lt 30 ] &&
+		[[ $(failed) == "vm-run: FAILED (boot): no result within 2 s while booting"* ]]'
+
+# 11-12. a guest that began before the deadline runs on past it, whichever
+# witness shows it: the status file's line (the console lost the marker),
+# or the console marker (the status line comes later).
+printf 'rc 0\ndone\n' >"$work/st"
+vt=40 vm STUB_CONSOLE="$work/con" KPPROF_VM_BOOT_TIMEOUT=2 STUB_RC=1 \
+	STUB_SCRIPT='sleep 1; echo begins >"$run/status"; sleep 4; cat "$STUB_ST" >>"$run/status"' STUB_ST="$work/st"
+expect "a guest whose status says 'begins' at 1 s is not stopped at the 2 s boot deadline" \
+	eval '[ $rc = 0 ] && [ -z "$(failed)" ]'
+vt=40 vm STUB_CONSOLE="$work/con" KPPROF_VM_BOOT_TIMEOUT=2 STUB_RC=1 \
+	STUB_SCRIPT='sleep 1; echo "[    2.9] kpprof-vm: run begins" >>"$con"; sleep 4
+		{ echo begins; cat "$STUB_ST"; } >"$run/status"' STUB_ST="$work/st"
+expect "a guest whose console says 'run begins' at 1 s is not stopped at the 2 s boot deadline" \
+	eval '[ $rc = 0 ] && [ -z "$(failed)" ]'
+
+# 13. a guest that began, then hung (the module's or a test's failure): the
+# run's own timeout ends it, a timeout, never a boot failure.
+vt=7 vm STUB_CONSOLE="$work/con" KPPROF_VM_BOOT_TIMEOUT=2 STUB_HANG=1 \
+	STUB_SCRIPT='sleep 1; echo begins >"$run/status"'
+expect "a hang after 'begins' runs to the run's timeout (7 s; took $secs s), not the boot deadline" \
+	eval '[ $rc = 124 ] && [ $secs -ge 6 ] &&
+		[[ $(failed) == "vm-run: FAILED (timeout): no result within 7 s"* ]] && [[ $(failed) != *"while booting"* ]]'
+
+# 14. a run timeout below the boot deadline caps it: the guest's set-up
+# watchdog (kppvm_deadline, 10 s before the boot deadline) fires within it.
+now=$(date +%s)
+vt=30 vm STUB_CONSOLE="$work/con" STUB_HANG=1 KPPROF_VM_BOOT_TIMEOUT=600 STUB_APPEND="$work/append" \
+	STUB_SCRIPT='exit 0'
+dl=$(sed -n 's/.*kppvm_deadline=\([0-9]*\).*/\1/p' "$work/append" 2>/dev/null)
+expect "a 30 s run caps the 600 s boot deadline (guest deadline $((${dl:-0} - now)) s after the start)" \
+	eval '[ -n "$dl" ] && [ $((dl - now)) -le 23 ] && [ $((dl - now)) -ge 19 ]'
+
+# 15-16. bad values: a clear refusal, no guest started.
+for v in 0 1x; do
+	vm STUB_CONSOLE="$work/con" KPPROF_VM_BOOT_TIMEOUT=$v STUB_APPEND="$work/append.$v"
+	expect "KPPROF_VM_BOOT_TIMEOUT=$v is refused (exit status 2, no guest)" \
+		eval '[ $rc = 2 ] && [[ $err == *"KPPROF_VM_BOOT_TIMEOUT wants"* ]] && [ ! -e "$work/append.$v" ]'
+done
 tap_done
