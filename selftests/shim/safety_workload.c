@@ -217,12 +217,18 @@ static void release_mark(int i)
 	atomic_store(&released_at[i], mono_ns());
 }
 
-/* woken - a waiter of mutex @i has it: add its wake-up latency */
-static void woken(int i)
+/*
+ * woken - a waiter of mutex @i that called lock at @entered has it: add
+ * its wake-up latency, if it was waiting when the hand-off came.  One that
+ * arrived after it (late, on a loaded machine) took the mutex without a
+ * wait, or waited for a later one: its delay since the mark is its own
+ * lateness, in no blocked time, and would shrink the test's bound.
+ */
+static void woken(int i, uint64_t entered)
 {
 	uint64_t at = atomic_load(&released_at[i]), now = mono_ns();
 
-	if (at && now > at)
+	if (at && entered < at && now > at)
 		atomic_fetch_add(&wake_ns, now - at);
 }
 
@@ -234,9 +240,10 @@ struct waiter_arg {
 static void *lock_unlock(void *arg)
 {
 	struct waiter_arg *w = arg;
+	uint64_t entered = mono_ns();
 
 	pthread_mutex_lock(w->m);
-	woken(w->i);
+	woken(w->i, entered);
 	release_mark(w->i);	/* a second waiter gets it from us */
 	pthread_mutex_unlock(w->m);
 	return NULL;
@@ -299,10 +306,13 @@ static atomic_int waiter_go;
 
 static void *handoff_waiter(void *arg)
 {
+	uint64_t entered;
+
 	(void)arg;
 	atomic_store(&waiter_go, 1);
+	entered = mono_ns();
 	pthread_mutex_lock(&hm);
-	woken(0);
+	woken(0, entered);
 	pthread_mutex_unlock(&hm);
 	return NULL;
 }
