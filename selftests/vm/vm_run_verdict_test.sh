@@ -82,7 +82,7 @@ expect() {
 }
 failed() { grep -a '^vm-run: FAILED' <<<"$err"; }
 
-tap_plan 17
+tap_plan 18
 
 boot='[    0.000000] Linux version 6.1.0-stub
 [    1.000000] Run /init as init process
@@ -205,7 +205,15 @@ dl=$(sed -n 's/.*kppvm_deadline=\([0-9]*\).*/\1/p' "$work/append" 2>/dev/null)
 expect "a 30 s run caps the 600 s boot deadline (guest deadline $((${dl:-0} - now)) s after the start)" \
 	eval '[ -n "$dl" ] && [ $((dl - now)) -le 23 ] && [ $((dl - now)) -ge 19 ]'
 
-# 15-16. bad values: a clear refusal, no guest started.
+# 17. the guest begins between the watcher's last look and its signal (a
+# stub that writes "begins" when TERMed): the boot's, which check retries,
+# not a timeout of the run.
+vt=40 vm STUB_CONSOLE="$work/con" KPPROF_VM_BOOT_TIMEOUT=2 \
+	STUB_SCRIPT='trap "echo begins >\"\$run/status\"; exit 0" TERM; sleep 60 & wait'
+expect "a guest that begins as the boot deadline stops it is a boot failure" \
+	eval '[ $rc = 124 ] && [[ $(failed) == "vm-run: FAILED (boot): no result within 2 s while booting"* ]]'
+
+# 18-19. bad values: a clear refusal, no guest started.
 for v in 0 1x; do
 	vm STUB_CONSOLE="$work/con" KPPROF_VM_BOOT_TIMEOUT=$v STUB_APPEND="$work/append.$v"
 	expect "KPPROF_VM_BOOT_TIMEOUT=$v is refused (exit status 2, no guest)" \
