@@ -96,16 +96,18 @@ for lib in "$@"; do
 	# waiters' blocked time also holds their wake-up latency after it,
 	# which the workload measures (wake_ns) and a loaded machine makes
 	# tens of ms a hand-off: the charge must be at least 80% of the
-	# blocked time less that latency.  The latency must stay under half
-	# the blocked time (it is a few % of it even at load 10): more would
-	# make the bound too weak to catch a lost charge, so it fails.
+	# blocked time less that latency.  The latency must stay under a
+	# quarter of the blocked time (a few % of it even at load 10), so the
+	# charge is at least 60% of the blocked time whatever the latency: a
+	# shim that loses 40% of it fails, and a measured latency too large
+	# to tell (a bound that no longer means anything) fails too.
 	cfg 0 1 1
 	run "$lib" collide 600
 	bl=$(sum 6 '$1 == "BLOCK"')
 	ch=$(sum 6 '$1 == "MUTEX"')
 	wk=$(wake_ns)
 	check "$b: colliding mutexes: blocked $((bl / 1000000)) ms (wake-ups $((wk / 1000000)) ms of it), charged $((ch / 1000000)) ms" \
-		"$(cat "$tmp/rc") == 0 && $bl > 0 && $wk >= 0 && $wk * 2 < $bl && $ch * 10 >= ($bl - $wk) * 8 && $ch * 10 <= $bl * 12"
+		"$(cat "$tmp/rc") == 0 && $bl > 0 && $wk >= 0 && $wk * 4 < $bl && $ch * 10 >= ($bl - $wk) * 8 && $ch * 10 <= $bl * 12"
 
 	# A recursive mutex's inner unlock hands nothing off: one MUTEX
 	# record per real hand-off (20 rounds), the wait charged in full.
@@ -115,7 +117,7 @@ for lib in "$@"; do
 	ch=$(sum 6 '$1 == "MUTEX"')
 	wk=$(wake_ns)
 	check "$b: recursive mutex: $n hand-offs of 20, blocked $((bl / 1000000)) ms (wake-ups $((wk / 1000000)) ms of it), charged $((ch / 1000000)) ms" \
-		"$(cat "$tmp/rc") == 0 && $n <= 20 && $n >= 10 && $wk >= 0 && $wk * 2 < $bl && $ch * 10 >= ($bl - $wk) * 8"
+		"$(cat "$tmp/rc") == 0 && $n <= 20 && $n >= 10 && $wk >= 0 && $wk * 4 < $bl && $ch * 10 >= ($bl - $wk) * 8"
 
 	# The unlock inside pthread_cond_timedwait hands the mutex off too.
 	run "$lib" condwait 20
@@ -123,7 +125,7 @@ for lib in "$@"; do
 	ch=$(sum 6 '$1 == "MUTEX"')
 	wk=$(wake_ns)
 	check "$b: cond_wait hand-off: blocked $((bl / 1000000)) ms (wake-ups $((wk / 1000000)) ms of it), charged $((ch / 1000000)) ms" \
-		"$(cat "$tmp/rc") == 0 && $bl > 0 && $wk >= 0 && $wk * 2 < $bl && $ch * 10 >= ($bl - $wk) * 8"
+		"$(cat "$tmp/rc") == 0 && $bl > 0 && $wk >= 0 && $wk * 4 < $bl && $ch * 10 >= ($bl - $wk) * 8"
 
 	# Finding 7: a seccomp allowlist without write/ioctl/fstat/pipe2/
 	# mincore/fcntl: the program survives; the shim said so first.
