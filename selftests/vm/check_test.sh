@@ -112,6 +112,25 @@ check() {
 }
 
 T='. selftests/lib/tap.sh'
+
+# vm_tree: a fresh tree whose one program, "first", is in its vm.list.
+vm_tree() {
+	tree
+	prog first "$T; tap_plan 1; tap_ok a; tap_done"
+	mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+}
+
+# boots NAME N [RE]: ok if the last check booted N times and its output has
+# a line matching RE (grep's), or, without RE, no [RETRY] line at all.
+boots() {
+	local name=$1 n=$2 re=${3:-} got
+	got=$(wc -l <"$work/t/vm-run.boots")
+	if [ "$got" = "$n" ] && if [ -n "$re" ]; then grep -q "$re" "$work/out"; else ! grep -q RETRY "$work/out"; fi; then
+		tap_ok "$name"
+	else
+		tap_fail "$name" "$got boots; $(grep -a RETRY "$work/out")"
+	fi
+}
 tap_plan 29
 
 tree
@@ -221,46 +240,24 @@ if [[ $last == *"[FAIL] [6.1.0-stub] scripts/vm-run selftests/zz/vm.list (panic)
 else
 	tap_fail "... named again in the last lines, with the program that was running" "the last lines: $last"
 fi
-tree
-prog first "$T; tap_plan 1; tap_ok a; tap_done"
-mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+vm_tree
 check "a boot that dies before the run began is booted once more" "1 passed, 0 failed, 0 skipped rc:0" \
 	KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_BOOTFAIL=1
-if grep -q '^# \[RETRY\] \[6.1.0-stub\] scripts/vm-run selftests/zz/vm.list (boot): the guest kernel panicked while booting, before the run began (stub); booted once more$' "$work/out" &&
-	[ "$(wc -l <"$work/t/vm-run.boots")" = 2 ]; then
-	tap_ok "... two boots, the first one named in a [RETRY] line"
-else
-	tap_fail "... two boots, the first one named in a [RETRY] line" "$(wc -l <"$work/t/vm-run.boots") boots; $(grep -a RETRY "$work/out")"
-fi
+boots "... two boots, the first one named in a [RETRY] line" 2 \
+	'^# \[RETRY\] \[6.1.0-stub\] scripts/vm-run selftests/zz/vm.list (boot): the guest kernel panicked while booting, before the run began (stub); booted once more$'
 
-tree
-prog first "$T; tap_plan 1; tap_ok a; tap_done"
-mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+vm_tree
 check "a boot that dies twice before the run began fails" "0 passed, 1 failed, 0 skipped rc:1" \
 	KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_BOOTFAIL=2
-tree
-prog first "$T; tap_plan 1; tap_ok a; tap_done"
-mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+vm_tree
 check "a 'boot' failure after a program started is not booted again" "1 passed, 1 failed, 0 skipped rc:1" \
 	KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_LATE_BOOT=1
-if [ "$(wc -l <"$work/t/vm-run.boots")" = 1 ] && ! grep -q RETRY "$work/out"; then
-	tap_ok "... one boot, no [RETRY] line"
-else
-	tap_fail "... one boot, no [RETRY] line" "$(wc -l <"$work/t/vm-run.boots") boots; $(grep -a RETRY "$work/out")"
-fi
-tree
-prog first "$T; tap_plan 1; tap_ok a; tap_done"
-mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+boots "... one boot, no [RETRY] line" 1
+vm_tree
 check "a boot stopped at the boot deadline is booted once more" "1 passed, 0 failed, 0 skipped rc:0" \
 	KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_BOOTHANG=1
-if [ "$(wc -l <"$work/t/vm-run.boots")" = 2 ] && grep -q '^# \[RETRY\] .*(boot): no result within 600 s while booting' "$work/out"; then
-	tap_ok "... two boots, a [RETRY] line naming the hang"
-else
-	tap_fail "... two boots, a [RETRY] line naming the hang" "$(wc -l <"$work/t/vm-run.boots") boots; $(grep -a RETRY "$work/out")"
-fi
-tree
-prog first "$T; tap_plan 1; tap_ok a; tap_done"
-mv "$work/t/selftests/zz/host.list" "$work/t/selftests/zz/vm.list"
+boots "... two boots, a [RETRY] line naming the hang" 2 '^# \[RETRY\] .*(boot): no result within 600 s while booting'
+vm_tree
 check "a panic whose console excerpt holds a NUL before 'vm-run: FAILED (boot)' fails, not booted again" \
 	"0 passed, 1 failed, 0 skipped rc:1" KPPROF_CHECK_SKIP_BUILD=1 VMRUN_STUB_NUL=1
 # The closing "boots retried" section after a long summary (140 KB, over
