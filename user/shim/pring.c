@@ -422,7 +422,9 @@ static void test_drain(void)
 			iov[n].iov_len = w & KPPROF_RING_LEN_MASK;
 			t += (sizeof(*e) + iov[n].iov_len + 7) & ~7ULL;
 		}
-		if (n && fd < 0)
+		/* Stopped (a seccomp filter may forbid the open): dropped,
+		 * the NOTE before the filter was drained already (seccomp.c). */
+		if (n && fd < 0 && !atomic_load(&kpp.stopped))
 			fd = kpp_test_sink_open();
 		if (n && (fd < 0 || syscall(SYS_writev, fd, iov, n) < 0))
 			atomic_fetch_add_explicit(&kpp.writes_failed, 1, memory_order_relaxed);
