@@ -46,7 +46,7 @@ int kpp_submit(const void *rec, size_t size)
 	if (unlikely(kpp.test_sink)) {
 		/* syscall(2), not write(2): no cancellation point in malloc. */
 		do
-			n = syscall(SYS_write, kpp.fd, rec, size);
+			n = kpp_write(kpp.fd, rec, size);
 		while (n < 0 && errno == EINTR);
 		if (n == (ssize_t)size)
 			return 0;
@@ -55,7 +55,7 @@ int kpp_submit(const void *rec, size_t size)
 		return -1;
 	}
 	do
-		r = ioctl(kpp.fd, KPPROF_IOC_SUBMIT, rec);
+		r = kpp_ioctl(kpp.fd, KPPROF_IOC_SUBMIT, rec);
 	while (r < 0 && errno == EINTR);
 	return r < 0 ? -1 : 0;
 }
