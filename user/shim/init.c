@@ -105,7 +105,11 @@ uint64_t kpp_writes_ok(void)
 
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
 			     void (*child)(void), void *dso_handle);
-extern void *__dso_handle __attribute__((visibility("hidden")));
+/*
+ * What crtbeginS.o defined (the link leaves out the C start files, see
+ * the Makefile): the handle that names this object to __register_atfork.
+ */
+void *__dso_handle __attribute__((visibility("hidden"))) = &__dso_handle;
 
 /* glibc's cleanup buffers of the old style, still exported (GLIBC_2.34). */
 extern void _pthread_cleanup_push(struct _pthread_cleanup_buffer *buffer,
