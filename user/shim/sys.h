@@ -7,11 +7,13 @@
  * RELRO), one symbol look-up through every object of the process each:
  * an empty library that imports 65 of libc's functions started about
  * 10 us later than one that imports none (spawn to main, p10 of 2000,
- * these machines).  These 20 wrappers were a third of the shim's imports,
+ * these machines).  These 19 wrappers were a third of the shim's imports,
  * paid by every process, though a process without the module makes one of
  * these calls (the failed open of /dev/kpprof).  Same results as libc's:
  * -1 and errno on failure.  None is a cancellation point (libc's open,
  * read, write, close and nanosleep are; the shim must not be one).
+ * Test mode's record writes stay libc's syscall(2) (emit.c): the tests
+ * interpose it to emulate a full ring.
  */
 #ifndef KPP_SYS_H
 #define KPP_SYS_H
@@ -24,7 +26,6 @@
 struct stat;
 struct rlimit;
 struct timespec;
-struct iovec;
 
 static inline long kpp_sys6(long nr, long a, long b, long c, long d, long e, long f)
 {
@@ -72,11 +73,6 @@ static inline ssize_t kpp_read(int fd, void *buf, size_t n)
 static inline ssize_t kpp_write(int fd, const void *buf, size_t n)
 {
 	return KPP_SYS(SYS_write, fd, buf, n, 0, 0, 0);
-}
-
-static inline ssize_t kpp_writev(int fd, const struct iovec *iov, int n)
-{
-	return KPP_SYS(SYS_writev, fd, iov, n, 0, 0, 0);
 }
 
 static inline int kpp_close(int fd)
