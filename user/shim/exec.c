@@ -40,11 +40,8 @@ static void *_Atomic real_fn[R_N] KPP_START_DATA;
 
 void kpp_exec_resolve(void)
 {
-	void *p[R_N];
-
-	kpp_next_syms(real_names, p, R_N);	/* nextsym.c; dlsym for the rest */
 	for (int i = 0; i < R_N; i++)
-		atomic_store(&real_fn[i], p[i] ? p[i] : next(real_names[i]));
+		atomic_store(&real_fn[i], next(real_names[i]));
 }
 
 #define REAL(type, name) \

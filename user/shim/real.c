@@ -275,46 +275,41 @@ static void *next_sym(const char *name, void *missing)
 	return p;
 }
 
-/*
- * The wrapped functions, in struct kpp_real's order, and what each does
- * when its next definition is missing.
- */
-static const char *const real_names[] = {
-	"malloc", "free", "calloc", "realloc", "memalign", "posix_memalign",
-	"aligned_alloc", "valloc", "pvalloc",
-	"pthread_mutex_lock", "pthread_mutex_trylock", "pthread_mutex_timedlock",
-	"pthread_mutex_unlock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
-	"pthread_rwlock_tryrdlock", "pthread_rwlock_trywrlock",
-};
-#define N_REAL	(sizeof(real_names) / sizeof(real_names[0]))
-_Static_assert(N_REAL == sizeof(struct kpp_real) / sizeof(void *),
-	       "real_names[] and struct kpp_real differ");
+#define RESOLVE(field, name, missing) \
+	do { \
+		void *p_ = next_sym(name, (void *)(missing)); \
+		memcpy(&r.field, &p_, sizeof(p_)); \
+	} while (0)
 
 static void kpp_resolve_all(void)
 {
-	void *const missing[N_REAL] = {
-		(void *)missing_alloc1, (void *)missing_free, (void *)missing_alloc2,
-		(void *)missing_realloc, (void *)missing_alloc2,
-		(void *)missing_posix_memalign, (void *)missing_alloc2,
-		(void *)missing_alloc1, (void *)missing_alloc1,
-		(void *)missing_lock1, (void *)missing_lock1, (void *)missing_lock2,
-		(void *)missing_lock1, (void *)missing_lock1, (void *)missing_lock1,
-		(void *)missing_lock1, (void *)missing_lock1,
-	};
-	void *r[N_REAL];
+	struct kpp_real r;
 
-	/* One scan of the loaded objects (nextsym.c); dlsym for the rest. */
-	kpp_next_syms(real_names, r, (int)N_REAL);
-	for (size_t i = 0; i < N_REAL; i++)
-		if (!r[i])
-			r[i] = next_sym(real_names[i], missing[i]);
+	RESOLVE(malloc, "malloc", missing_alloc1);
+	RESOLVE(free, "free", missing_free);
+	RESOLVE(calloc, "calloc", missing_alloc2);
+	RESOLVE(realloc, "realloc", missing_realloc);
+	RESOLVE(memalign, "memalign", missing_alloc2);
+	RESOLVE(posix_memalign, "posix_memalign", missing_posix_memalign);
+	RESOLVE(aligned_alloc, "aligned_alloc", missing_alloc2);
+	RESOLVE(valloc, "valloc", missing_alloc1);
+	RESOLVE(pvalloc, "pvalloc", missing_alloc1);
+	RESOLVE(mutex_lock, "pthread_mutex_lock", missing_lock1);
+	RESOLVE(mutex_trylock, "pthread_mutex_trylock", missing_lock1);
+	RESOLVE(mutex_timedlock, "pthread_mutex_timedlock", missing_lock2);
+	RESOLVE(mutex_unlock, "pthread_mutex_unlock", missing_lock1);
+	RESOLVE(rwlock_rdlock, "pthread_rwlock_rdlock", missing_lock1);
+	RESOLVE(rwlock_wrlock, "pthread_rwlock_wrlock", missing_lock1);
+	RESOLVE(rwlock_tryrdlock, "pthread_rwlock_tryrdlock", missing_lock1);
+	RESOLVE(rwlock_trywrlock, "pthread_rwlock_trywrlock", missing_lock1);
 	/*
 	 * Publish function by function: another thread calling through a
 	 * stub meanwhile either still sees the stub (which forwards once we
 	 * are done) or the real function.
 	 */
-	for (size_t i = 0; i < N_REAL; i++)
-		__atomic_store_n((void **)&kpp_real + i, r[i], __ATOMIC_RELEASE);
+	for (size_t i = 0; i < sizeof(r) / sizeof(void *); i++)
+		__atomic_store_n((void **)&kpp_real + i, ((void **)&r)[i],
+				 __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------ arena */

@@ -166,12 +166,8 @@ static long (*real_syscall)(long, ...) KPP_START_DATA;
 
 void kpp_seccomp_resolve(void)
 {
-	static const char *const names[2] = { "prctl", "syscall" };
-	void *p[2];
-
-	kpp_next_syms(names, p, 2);	/* nextsym.c; dlsym for the rest */
-	*(void **)&real_prctl = p[0] ? p[0] : next("prctl");
-	*(void **)&real_syscall = p[1] ? p[1] : next("syscall");
+	*(void **)&real_prctl = next("prctl");
+	*(void **)&real_syscall = next("syscall");
 }
 
 KPP_EXPORT int prctl(int option, ...)

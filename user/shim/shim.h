@@ -499,12 +499,6 @@ bool kpp_seccomp_inherited(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- processes */
 
-/*
- * kpp_next_syms - @out[i]: the next definition of @names[i] after the shim,
- * from the loaded objects' hash tables, or NULL: ask dlsym (nextsym.c).
- */
-void kpp_next_syms(const char *const *names, void **out, int n) KPP_HIDDEN;
-
 /* kpp_exec_resolve - the real exec functions, at start (exec.c). */
 void kpp_exec_resolve(void) KPP_HIDDEN;
 /* kpp_samplers_leave - the end of what kpp_samplers_enter() counted (init.c). */
