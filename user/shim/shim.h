@@ -55,8 +55,7 @@
 /* --------------------------------------------------------- real functions */
 
 /*
- * The next definitions of what we wrap, found in the objects' hash tables
- * (nextsym.c) or, where that cannot answer, with dlsym(RTLD_NEXT).  Each
+ * The next definitions of what we wrap, found with dlsym(RTLD_NEXT).  Each
  * pointer starts at a stub that resolves them all, then forwards, so the
  * hot paths never test for NULL.
  */
