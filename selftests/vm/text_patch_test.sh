@@ -51,8 +51,9 @@ while :; do /bin/true; n=$((n + 1)); done' loop "$rounds" &
 busy=$!
 i=0 bad=
 while [ $i -lt "$flips" ]; do
-	echo $(((i + was + 1) % 2)) >$key
-	[ "$(cat $key)" = $(((i + was + 1) % 2)) ] || { bad="$key did not take $(((i + was + 1) % 2))"; break; }
+	want=$(((i + was + 1) % 2))	# the other value than the last one
+	echo $want >$key
+	[ "$(cat $key)" = $want ] || { bad="$key did not take $want"; break; }
 	i=$((i + 1))
 	[ $((i % 100)) != 0 ] || tap_diag "$i flips"
 done

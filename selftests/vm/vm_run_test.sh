@@ -12,13 +12,17 @@ vmrun=$top/scripts/vm-run
 work=$(mktemp -d /tmp/vm-run-test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-# vm ARGS...: runs vm-run from $work; sets rc, out (stdout), err (stderr).
-# One guest CPU: nothing here needs two, and the machine is shared.
-vm() {
-	(cd "$work" && "$vmrun" --cpus 1 "$@" >"$work/.out" 2>"$work/.err")
+# vm_in DIR ARGS...: runs vm-run from DIR; sets rc, out (stdout), err
+# (stderr).  One guest CPU: nothing here needs two, and the machine is
+# shared.  vm ARGS...: from $work.
+vm_in() {
+	local dir=$1
+	shift
+	(cd "$dir" && "$vmrun" --cpus 1 "$@" >"$work/.out" 2>"$work/.err")
 	rc=$?
 	out=$(cat "$work/.out") err=$(cat "$work/.err")
 }
+vm() { vm_in "$work" "$@"; }
 # expect NAME COND...: ok if COND holds, else not ok with what vm-run said.
 expect() {
 	local name=$1
@@ -164,7 +168,9 @@ fi
 if [ -z "$other" ] || [ "$other" = "$default" ]; then
 	tap_skip "a 2-vCPU guest survives 300 static-key flips while it schedules" "the matrix has one kernel"
 else
-	KPPROF_TEXT_PATCH_FLIPS=300 vm --no-module --kernel "$other" --cpus 2 -- "$top/selftests/vm/text_patch_test.sh"
+	# From $top: the guest hides the host's /tmp but for the working
+	# directory, and the tree may lie there (a clone under /tmp).
+	KPPROF_TEXT_PATCH_FLIPS=300 vm_in "$top" --no-module --kernel "$other" --cpus 2 -- selftests/vm/text_patch_test.sh
 	expect "a 2-vCPU guest ($other) survives 300 static-key flips while it schedules" \
 		eval '[ $rc -eq 0 ] && [[ $out == *"ok 2 300 static-key flips while another vCPU forks and schedules"* ]] && [[ $out != *"# SKIP"* ]]'
 fi

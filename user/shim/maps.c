@@ -265,19 +265,12 @@ static void send_object(const struct kpp_obj *o)
  * lock: _dl_find_object (about 7 ns) once per object change along the
  * stack, one slot look-up per object.
  */
-/* find - _dl_find_object into a struct kpp_obj; false: no object there. */
+/* find - the object at @p; false: no object there. */
 static bool find(const void *p, struct kpp_obj *o)
 {
 	struct dl_find_object d;
 
-	if (_dl_find_object((void *)p, &d))
-		return false;
-	o->lo = (uintptr_t)d.dlfo_map_start;
-	o->hi = (uintptr_t)d.dlfo_map_end;
-	o->eh = d.dlfo_eh_frame;
-	o->map = d.dlfo_link_map;
-	o->tag = 0;	/* not known: kpp_maps_send_objs' objects have it */
-	return true;
+	return kpp_obj_at((uintptr_t)p, o, &d);
 }
 
 /*

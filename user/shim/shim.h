@@ -367,6 +367,9 @@ struct kpp_objs {
 	bool complete;
 	struct kpp_obj o[KPP_WALK_OBJS];
 };
+/* The object that holds @pc (obj.c); @d: _dl_find_object's answer. */
+struct dl_find_object;
+bool kpp_obj_at(uintptr_t pc, struct kpp_obj *o, struct dl_find_object *d) KPP_HIDDEN;
 /* @objs (NULL: not wanted) is filled by the DWARF walk, else incomplete. */
 unsigned int kpp_stack(struct kpp_thread *t, uintptr_t caller_fp, __u64 *pcs,
 		       unsigned int max, struct kpp_objs *objs) KPP_HIDDEN;

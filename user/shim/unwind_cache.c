@@ -592,7 +592,7 @@ static const struct kpp_obj *find_obj(struct cache *c, struct kpp_objs *objs, ui
 				      struct kpp_obj *spare)
 {
 	struct dl_find_object dlfo;
-	struct kpp_obj *o;
+	struct kpp_obj *o, found;
 
 	if (objs->last < objs->n) {
 		o = &objs->o[objs->last];
@@ -606,7 +606,7 @@ static const struct kpp_obj *find_obj(struct cache *c, struct kpp_objs *objs, ui
 			return o;
 		}
 	}
-	if (_dl_find_object((void *)pc, &dlfo) || !dlfo.dlfo_eh_frame) {
+	if (!kpp_obj_at(pc, &found, &dlfo) || !dlfo.dlfo_eh_frame) {
 		/* The walk ends here; the pc it recorded last may still lie
 		 * in an object (one without unwind tables) that needs its
 		 * mapping: kpp_maps_send looks the pcs up. */
@@ -620,12 +620,8 @@ static const struct kpp_obj *find_obj(struct cache *c, struct kpp_objs *objs, ui
 		objs->complete = false;	/* kpp_maps_send looks the pcs up */
 		o = spare;
 	}
-	o->lo = (uintptr_t)dlfo.dlfo_map_start;
-	o->hi = (uintptr_t)dlfo.dlfo_map_end;
-	o->eh = dlfo.dlfo_eh_frame;
-	o->map = dlfo.dlfo_link_map;
+	*o = found;
 	o->tag = object_tag(c, &dlfo);
-	o->used = false;
 	return o;
 }
 
