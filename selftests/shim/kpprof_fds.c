@@ -3,15 +3,19 @@
  * Review shim.md section 9: the program must see no descriptor of the
  * shim's.  Allocates (sampled at rate 1: the shim's first records go out),
  * optionally forks a child that does the same, then counts its
- * /proc/self/fd links to /dev/kpprof and prints the count: 0 expected.
- * usage: kpprof_fds [--fork]
+ * /proc/self/fd links to /dev/kpprof (or to PATH: in test mode the sink,
+ * fd_ring_host_test.sh) and prints the count: 0 expected.
+ * usage: kpprof_fds [--fork] [PATH]
  */
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+static const char *target = "/dev/kpprof";
 
 static int count_kpprof_fds(void)
 {
@@ -29,8 +33,8 @@ static int count_kpprof_fds(void)
 		if (len < 0)
 			continue;
 		link[len] = '\0';
-		if (!strcmp(link, "/dev/kpprof")) {
-			fprintf(stderr, "fd %s -> /dev/kpprof\n", e->d_name);
+		if (!strcmp(link, target)) {
+			fprintf(stderr, "fd %s -> %s\n", e->d_name, target);
 			n++;
 		}
 	}
@@ -50,11 +54,15 @@ static int sample(void)
 
 int main(int argc, char **argv)
 {
-	int n = sample(), status;
+	bool fork_too = argc > 1 && !strcmp(argv[1], "--fork");
+	int n, status;
 	pid_t pid;
 
+	if (argc > 1 + fork_too)
+		target = argv[1 + fork_too];
+	n = sample();
 	printf("%d\n", n);
-	if (argc > 1 && !strcmp(argv[1], "--fork")) {
+	if (fork_too) {
 		fflush(stdout);
 		pid = fork();
 		if (pid == 0) {

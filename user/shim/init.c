@@ -325,6 +325,24 @@ static int high_fd(int fd)
 }
 
 /*
+ * The sink's path, copied at start: the emulated ring's drains open it
+ * again (pring.c), the program may rewrite its environment (setenv, or a
+ * process title written over it, as postgres does).
+ */
+static char test_sink_path[4096];
+
+static int open_sink(const char *path)
+{
+	return kpp_open_mode(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+		    0600);
+}
+
+int kpp_test_sink_open(void)
+{
+	return test_sink_path[0] ? open_sink(test_sink_path) : -1;
+}
+
+/*
  * reopen_device - a fork child whose parent had closed its descriptor (it
  * had a producer ring) and that could not map a ring of its own: one for
  * the child's records.  Async-signal-safe calls only (new_process() runs
@@ -335,8 +353,9 @@ static int reopen_device(void)
 	int fd;
 
 	if (kpp.test_sink)
-		return -1;
-	fd = kpp_open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+		fd = kpp_test_sink_open();
+	else
+		fd = kpp_open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	return fd < 0 ? fd : high_fd(fd);
 }
 
@@ -374,13 +393,14 @@ static const void *open_test_config(const char *path, long pagesz, int *fd)
 	if (page == MAP_FAILED)
 		return NULL;
 	sink = kpp_getenv("KPPROF_TEST_SINK");
-	*fd = kpp_open_mode(sink && *sink ? sink : "/dev/null",
-		   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
-		   0600);
+	if (!sink || !*sink)
+		sink = "/dev/null";
+	*fd = strlen(sink) < sizeof(test_sink_path) ? open_sink(sink) : -1;
 	if (*fd < 0) {
 		kpp_munmap(page, (size_t)pagesz);
 		return NULL;
 	}
+	strcpy(test_sink_path, sink);
 	return page;
 }
 

@@ -432,6 +432,8 @@ bool kpp_pring_fork_child(void) KPP_HIDDEN;
 void kpp_pring_fork_child_stopped(void) KPP_HIDDEN;
 /* test mode: drain the emulated ring into the sink now (exec, exit) */
 void kpp_pring_flush(void) KPP_HIDDEN;
+/* test mode: open the sink again (init.c; async-signal-safe): -1 or a descriptor */
+int kpp_test_sink_open(void) KPP_HIDDEN;
 void kpp_emit_comm(__u32 reason) KPP_HIDDEN;
 /* kpp_emit_alloc - false if no ALLOC went in (no stack, ring full, stopped). */
 bool kpp_emit_alloc(struct kpp_thread *t, const void *addr, uint64_t bytes,
