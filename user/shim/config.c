@@ -150,13 +150,13 @@ void kpp_debug_print(const char *fmt, ...)
 	/* Under a seccomp filter even write(2) may be fatal. */
 	if (!kpp.debug || atomic_load(&kpp.stopped) == KPP_STOP_SECCOMP)
 		return;
-	n = snprintf(buf, sizeof(buf), "kpprof[%d]: ", (int)getpid());
+	n = snprintf(buf, sizeof(buf), "kpprof[%d]: ", (int)kpp_getpid());
 	va_start(ap, fmt);
 	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
 	va_end(ap);
 	if (n > (int)sizeof(buf) - 2)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
-	(void)!syscall(SYS_write, 2, buf, (size_t)n);	/* no cancellation point */
+	(void)!kpp_write(2, buf, (size_t)n);	/* no cancellation point */
 	errno = saved;
 }

@@ -187,7 +187,7 @@ static void *fallback_new(size_t n, size_t align, bool nothrow)
 	if (!p && !nothrow) {
 		static const char msg[] = "kpprof: operator new: out of memory and no C++ runtime to throw with\n";
 
-		(void)!write(2, msg, sizeof(msg) - 1);
+		(void)!kpp_write(2, msg, sizeof(msg) - 1);
 		abort();
 	}
 	return p;

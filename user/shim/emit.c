@@ -44,7 +44,11 @@ int kpp_submit(const void *rec, size_t size)
 		return -1;
 	}
 	if (unlikely(kpp.test_sink)) {
-		/* syscall(2), not write(2): no cancellation point in malloc. */
+		/*
+		 * syscall(2), not write(2): no cancellation point in malloc.
+		 * libc's, not sys.h's: test mode only, and the tests emulate
+		 * a full ring by interposing syscall (sem_fullring.c).
+		 */
 		do
 			n = syscall(SYS_write, kpp.fd, rec, size);
 		while (n < 0 && errno == EINTR);
@@ -55,7 +59,7 @@ int kpp_submit(const void *rec, size_t size)
 		return -1;
 	}
 	do
-		r = ioctl(kpp.fd, KPPROF_IOC_SUBMIT, rec);
+		r = kpp_ioctl(kpp.fd, KPPROF_IOC_SUBMIT, rec);
 	while (r < 0 && errno == EINTR);
 	return r < 0 ? -1 : 0;
 }

@@ -105,7 +105,11 @@ uint64_t kpp_writes_ok(void)
 
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
 			     void (*child)(void), void *dso_handle);
-extern void *__dso_handle __attribute__((visibility("hidden")));
+/*
+ * What crtbeginS.o defined (the link leaves out the C start files, see
+ * the Makefile): the handle that names this object to __register_atfork.
+ */
+void *__dso_handle __attribute__((visibility("hidden"))) = &__dso_handle;
 
 /* glibc's cleanup buffers of the old style, still exported (GLIBC_2.34). */
 extern void _pthread_cleanup_push(struct _pthread_cleanup_buffer *buffer,
@@ -197,7 +201,7 @@ static const int alive_fallback = 1;
 
 bool kpp_foreign_process(void)
 {
-	return kpp.pid && getpid() != kpp.pid;
+	return kpp.pid && kpp_getpid() != kpp.pid;
 }
 
 /*
@@ -214,7 +218,7 @@ static void new_process(bool threaded)
 	const volatile int *a = atomic_load(&kpp.alive);
 	int saved = errno;	/* fork() returned 0: the program's errno stays */
 
-	kpp.pid = getpid();
+	kpp.pid = kpp_getpid();
 	/*
 	 * No producer ring here (VM_DONTCOPY).  A parent that had one maps
 	 * the child's own now (pring.c): the child's records, COMM (FORK)
@@ -274,12 +278,12 @@ void kpp_process_slow(void)
 /* process_init - at start, before any child can exist: 3 syscalls. */
 static void process_init(void)
 {
-	int *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+	int *page = kpp_mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	kpp.pid = getpid();
-	if (page != MAP_FAILED && madvise(page, 4096, MADV_WIPEONFORK)) {
-		munmap(page, 4096);
+	kpp.pid = kpp_getpid();
+	if (page != MAP_FAILED && kpp_madvise(page, 4096, MADV_WIPEONFORK)) {
+		kpp_munmap(page, 4096);
 		page = MAP_FAILED;
 	}
 	if (page == MAP_FAILED) {
@@ -310,13 +314,13 @@ static int high_fd(int fd)
 	struct rlimit rl;
 	int want = 200, nfd;
 
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	if (!kpp_getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur < 400)
 		want = (int)rl.rlim_cur / 2;
-	nfd = fcntl(fd, F_DUPFD_CLOEXEC, want);
+	nfd = kpp_fcntl(fd, F_DUPFD_CLOEXEC, want);
 	if (nfd < 0)
 		return fd;
-	close(fd);
+	kpp_close(fd);
 	return nfd;
 }
 
@@ -329,7 +333,7 @@ static char test_sink_path[4096];
 
 static int open_sink(const char *path)
 {
-	return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+	return kpp_open_mode(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
 		    0600);
 }
 
@@ -351,7 +355,7 @@ static int reopen_device(void)
 	if (kpp.test_sink)
 		fd = kpp_test_sink_open();
 	else
-		fd = open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+		fd = kpp_open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	return fd < 0 ? fd : high_fd(fd);
 }
 
@@ -374,18 +378,18 @@ static const void *open_test_config(const char *path, long pagesz, int *fd)
 	void *page;
 	int cfd;
 
-	cfd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	cfd = kpp_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (cfd < 0) {
 		kpp_debug("pass-through: KPPROF_TEST_CONFIG %s: %s", path, strerror(errno));
 		return NULL;
 	}
-	if (fstat(cfd, &st) || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(struct kpprof_config_page)) {
+	if (kpp_fstat(cfd, &st) || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(struct kpprof_config_page)) {
 		kpp_debug("pass-through: KPPROF_TEST_CONFIG %s is not a config page file", path);
-		close(cfd);
+		kpp_close(cfd);
 		return NULL;
 	}
-	page = mmap(NULL, (size_t)pagesz, PROT_READ, MAP_SHARED, cfd, 0);
-	close(cfd);
+	page = kpp_mmap(NULL, (size_t)pagesz, PROT_READ, MAP_SHARED, cfd, 0);
+	kpp_close(cfd);
 	if (page == MAP_FAILED)
 		return NULL;
 	sink = kpp_getenv("KPPROF_TEST_SINK");
@@ -393,7 +397,7 @@ static const void *open_test_config(const char *path, long pagesz, int *fd)
 		sink = "/dev/null";
 	*fd = strlen(sink) < sizeof(test_sink_path) ? open_sink(sink) : -1;
 	if (*fd < 0) {
-		munmap(page, (size_t)pagesz);
+		kpp_munmap(page, (size_t)pagesz);
 		return NULL;
 	}
 	strcpy(test_sink_path, sink);
@@ -430,22 +434,22 @@ static int open_device(void)
 	 * filter as the /proc read of the check is (the loader needed both),
 	 * and the check comes before any other syscall of ours.
 	 */
-	fd = open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	fd = kpp_open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		kpp_debug("pass-through: cannot open %s: %s", KPPROF_DEVICE_PATH,
 			  strerror(errno));
 		return -1;
 	}
 	if (kpp_seccomp_inherited()) {
-		close(fd);
+		kpp_close(fd);
 		return -1;
 	}
 	fd = high_fd(fd);
-	if (fstat(fd, &st) || !S_ISCHR(st.st_mode)) {
+	if (kpp_fstat(fd, &st) || !S_ISCHR(st.st_mode)) {
 		kpp_debug("pass-through: %s is not a character device", KPPROF_DEVICE_PATH);
 		goto err_close;
 	}
-	page = mmap(NULL, (size_t)pagesz, PROT_READ, MAP_SHARED, fd,
+	page = kpp_mmap(NULL, (size_t)pagesz, PROT_READ, MAP_SHARED, fd,
 		    KPPROF_PGOFF_CONFIG * pagesz);
 	if (page == MAP_FAILED) {
 		kpp_debug("pass-through: cannot map the config page: %s", strerror(errno));
@@ -467,9 +471,9 @@ check_abi:
 	return 0;
 
 err_unmap:
-	munmap((void *)page, (size_t)pagesz);
+	kpp_munmap((void *)page, (size_t)pagesz);
 err_close:
-	close(fd);
+	kpp_close(fd);
 	return -1;
 }
 
@@ -555,7 +559,7 @@ static void kpp_fini(void)
 	atomic_store(&kpp.exiting, 1);
 	for (int i = 0; i < 10000 && (kpp_samplers() > (t->guard ? 1 : 0) ||
 				      kpp_emitters() > (int)t->emitting); i++)
-		sched_yield();
+		kpp_sched_yield();
 	t->last_record = 1;
 	kpp_emit_comm(KPPROF_COMM_EXIT);
 	t->last_record = 0;

@@ -76,7 +76,7 @@ static const char *exe_name(void)
 		return exe_path;
 	if (atomic_compare_exchange_strong(&exe_state, &none, 1)) {
 		/* Once per process; a syscall, but no lock and no allocation. */
-		ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+		ssize_t n = kpp_readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
 
 		if (n > 0) {
 			exe_path[n] = 0;

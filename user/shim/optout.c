@@ -154,22 +154,22 @@ bool kpp_opted_out(void)
 static ssize_t read_small(const char *path, int flags, char *buf, size_t size)
 {
 	ssize_t n, got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
+	int fd = kpp_open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
 	struct stat st;
 
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
+	if (kpp_fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		kpp_close(fd);
 		return -1;
 	}
 	while ((size_t)got < size - 1) {
-		n = read(fd, buf + got, size - 1 - (size_t)got);
+		n = kpp_read(fd, buf + got, size - 1 - (size_t)got);
 		if (n <= 0)
 			break;
 		got += n;
 	}
-	close(fd);
+	kpp_close(fd);
 	buf[got] = 0;
 	return got;
 }
@@ -188,7 +188,7 @@ static bool entry_matches(const char *e, size_t len, struct self_id *id)
 	if (e[0] == '/') {
 		if (!id->have_exe) {
 			id->have_exe = 1;
-			n = readlink("/proc/self/exe", id->exe, sizeof(id->exe) - 1);
+			n = kpp_readlink("/proc/self/exe", id->exe, sizeof(id->exe) - 1);
 			id->exe[n > 0 ? n : 0] = 0;
 		}
 		return id->exe[0] && strlen(id->exe) == len && !memcmp(id->exe, e, len);

@@ -269,7 +269,7 @@ static void *next_sym(const char *name, void *missing)
 		static const char msg[] = "kpprof: a wrapped function has no next definition: it fails\n";
 
 		dlerror();
-		(void)!write(2, msg, sizeof(msg) - 1);
+		(void)!kpp_write(2, msg, sizeof(msg) - 1);
 		return missing;
 	}
 	return p;

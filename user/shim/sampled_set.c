@@ -214,7 +214,7 @@ static int table_add(int i)
 {
 	unsigned int bits = T0_BITS + T_STEP * (unsigned int)i;
 	size_t len = table_bytes(bits) + table_pages(bits);
-	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	void *m = kpp_mmap(NULL, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	struct table *t = &tables[i];
 
@@ -251,7 +251,7 @@ static bool lock_grow(void)
 	for (int i = 0; i < 1000; i++) {
 		if (trylock_grow())
 			return true;
-		sched_yield();
+		kpp_sched_yield();
 	}
 	atomic_fetch_add_explicit(&grow_busy, 1, memory_order_relaxed);
 	return false;
@@ -329,7 +329,7 @@ static void filter_maybe_grow(uint64_t live)
 	n = atomic_load(&nr_flevels);
 	if (live <= (1ULL << (bits - F_STEP)) >> F_SPARSE || n >= F_LEVELS)
 		goto out;
-	m = mmap(NULL, (size_t)1 << bits, PROT_READ | PROT_WRITE,
+	m = kpp_mmap(NULL, (size_t)1 << bits, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		goto out;
@@ -337,7 +337,7 @@ static void filter_maybe_grow(uint64_t live)
 	 * random counter of this level, and 4 KiB pages would make most of
 	 * those reads a TLB miss once the level outgrows the TLB's reach. */
 	if (bits >= 21)
-		madvise(m, (size_t)1 << bits, MADV_HUGEPAGE);
+		kpp_madvise(m, (size_t)1 << bits, MADV_HUGEPAGE);
 	v = (uint8_t *)m + (64 - bits);
 	atomic_store(&building, v);		/* 1 */
 	count_all(v);				/* 2 */
@@ -504,7 +504,7 @@ void kpp_set_reset(void)
 		struct table *t = &tables[i];
 		size_t len = table_bytes(t->bits) + table_pages(t->bits);
 
-		if (mmap(t->b, len, PROT_READ | PROT_WRITE,
+		if (kpp_mmap(t->b, len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
 			memset(t->b, 0, len);
 		atomic_store(&t->live, 0);
@@ -514,7 +514,7 @@ void kpp_set_reset(void)
 		void *c = (void *)((uintptr_t)v & ~(uintptr_t)4095);
 		size_t len = (size_t)1 << level_bits(v);
 
-		if (l == 0 || mmap(c, len, PROT_READ | PROT_WRITE,
+		if (l == 0 || kpp_mmap(c, len, PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
 				   -1, 0) == MAP_FAILED)
 			memset(c, 0, len);

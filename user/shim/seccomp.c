@@ -63,7 +63,7 @@ static int seccomp_mode(int fd)
 	ssize_t n;
 
 	ret = -1;
-	while ((n = read(fd, buf, size)) > 0 || (n < 0 && errno == EINTR)) {
+	while ((n = kpp_read(fd, buf, size)) > 0 || (n < 0 && errno == EINTR)) {
 		for (ssize_t i = 0; i < n; i++) {
 			char c = buf[i];
 
@@ -94,13 +94,13 @@ bool kpp_seccomp_inherited(void)
 
 	if (atomic_load(&kpp.stopped) == KPP_STOP_SECCOMP)
 		return true;
-	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	fd = kpp_open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		/* No /proc: cannot know, carry on.  Refused: assume a filter. */
 		mode = errno == ENOENT ? 0 : -1;
 	} else {
 		mode = seccomp_mode(fd);
-		close(fd);
+		kpp_close(fd);
 	}
 	if (mode != 0)
 		atomic_store(&kpp.stopped, KPP_STOP_SECCOMP);
@@ -134,7 +134,7 @@ static void stop_for_filter(void)
 			kpp_debug("seccomp: a thread still in a sampling path after 1 s; not waiting");
 			break;
 		}
-		sched_yield();
+		kpp_sched_yield();
 	}
 	memset(&note, 0, sizeof(note));
 	note.hdr.kind = KPPROF_REC_NOTE;

@@ -29,6 +29,7 @@
 #include <pthread.h>
 #include <linux/types.h>
 #include "kpprof.h"
+#include "sys.h"
 
 #define KPP_EXPORT	__attribute__((visibility("default")))
 #define KPP_HIDDEN	__attribute__((visibility("hidden")))

@@ -63,7 +63,7 @@ static void stack_bounds(struct kpp_thread *t, uintptr_t fp)
 
 	t->stack_known = 1;
 	t->stack_lo = t->stack_hi = 0;
-	if (!getrlimit(RLIMIT_STACK, &rl) && rl.rlim_cur < main_size)
+	if (!kpp_getrlimit(RLIMIT_STACK, &rl) && rl.rlim_cur < main_size)
 		main_size = rl.rlim_cur;
 	if (__libc_stack_end && here < top && here >= top - main_size) {
 		t->stack_lo = top - main_size;

@@ -98,13 +98,13 @@ static void release(int i)
 static bool strict_overcommit(void)
 {
 	char c = 0;
-	int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+	int fd = kpp_open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return false;
-	if (read(fd, &c, 1) != 1)
+	if (kpp_read(fd, &c, 1) != 1)
 		c = 0;
-	close(fd);
+	kpp_close(fd);
 	return c == '2';
 }
 
@@ -124,21 +124,21 @@ static void *slot_stack(int i)
 		struct rlimit as;
 
 		size = KPP_STACK_SIZE;
-		if ((!getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY) ||
+		if ((!kpp_getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY) ||
 		    strict_overcommit())
 			size = KPP_STACK_SMALL;
 		atomic_store_explicit(&stack_size, size, memory_order_relaxed);
 	}
 	map = KPP_GUARD_SIZE + size + KPP_UNWIND_CACHE_BYTES;
-	s = mmap(NULL, map, PROT_READ | PROT_WRITE,
+	s = kpp_mmap(NULL, map, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 	if (s == MAP_FAILED)
 		return NULL;
-	if (mprotect(s, KPP_GUARD_SIZE, PROT_NONE)) {
-		munmap(s, map);
+	if (kpp_mprotect(s, KPP_GUARD_SIZE, PROT_NONE)) {
+		kpp_munmap(s, map);
 		return NULL;
 	}
-	madvise(s, map, MADV_NOHUGEPAGE);	/* fails only without THP */
+	kpp_madvise(s, map, MADV_NOHUGEPAGE);	/* fails only without THP */
 	atomic_store_explicit(&stack_sizes[i], size, memory_order_relaxed);
 	atomic_store_explicit(&stacks[i], s, memory_order_release);
 	return s;
