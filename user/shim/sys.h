@@ -20,8 +20,9 @@
  * getrlimit, openat for open), so a seccomp filter the shim cannot see,
  * written for what the program's libc calls, meets no other syscall.
  */
-#if !defined(__x86_64__)
-#error "sys.h: the shim's system calls are written for x86-64 only"
+/* x32 defines __x86_64__ too, but its longs and pointers are 32 bits. */
+#if !defined(__x86_64__) || defined(__ILP32__)
+#error "sys.h: the shim's system calls are written for x86-64 (LP64) only"
 #endif
 #ifndef KPP_SYS_H
 #define KPP_SYS_H
@@ -109,6 +110,13 @@ static inline int kpp_madvise(void *addr, size_t len, int advice)
 	return (int)KPP_SYS(SYS_madvise, addr, len, advice, 0, 0, 0);
 }
 
+/*
+ * For commands whose result is a descriptor, flags or 0 only: F_GETOWN's
+ * -pgid would read as an error for a group id below 4096 (glibc's fcntl
+ * asks F_GETOWN_EX for that one).  A negative int arg reaches the kernel
+ * sign-extended, where libc's va_arg passes it zero-extended (strace:
+ * F_DUPFD_CLOEXEC, -1 against 4294967295); the shim passes none.
+ */
 static inline int kpp_fcntl(int fd, int cmd, long arg)
 {
 	return (int)KPP_SYS(SYS_fcntl, fd, cmd, arg, 0, 0, 0);
