@@ -260,20 +260,6 @@ static void send_object(const struct kpp_obj *o)
 }
 
 /*
- * kpp_maps_send - before a stack record: the MMAP records of every object
- * a pc of @pcs lies in that were not sent yet.  Async-signal-safe, no
- * lock: _dl_find_object (about 7 ns) once per object change along the
- * stack, one slot look-up per object.
- */
-/* find - the object at @p; false: no object there. */
-static bool find(const void *p, struct kpp_obj *o)
-{
-	struct dl_find_object d;
-
-	return kpp_obj_at((uintptr_t)p, o, &d);
-}
-
-/*
  * The main program first, whatever the stack: the collector takes a
  * process's first mapping for its executable (profile_write.c).
  */
@@ -283,12 +269,18 @@ static void send_main(void)
 		struct kpp_obj o;
 		void *entry = (void *)getauxval(AT_ENTRY);
 
-		if (entry && find(entry, &o))
+		if (entry && kpp_obj_at((uintptr_t)entry, &o, NULL))
 			send_object(&o);
 		atomic_store_explicit(&main_sent, 1, memory_order_release);
 	}
 }
 
+/*
+ * kpp_maps_send - before a stack record: the MMAP records of every object
+ * a pc of @pcs lies in that were not sent yet.  Async-signal-safe, no
+ * lock: _dl_find_object (about 7 ns) once per object change along the
+ * stack, one slot look-up per object.
+ */
 void kpp_maps_send(const __u64 *pcs, unsigned int n)
 {
 	uintptr_t lo = 0, hi = 0;
@@ -300,7 +292,7 @@ void kpp_maps_send(const __u64 *pcs, unsigned int n)
 
 		if (pc >= lo && pc < hi)
 			continue;
-		if (!find((void *)pc, &o)) {
+		if (!kpp_obj_at(pc, &o, NULL)) {
 			lo = hi = 0;
 			continue;
 		}
@@ -353,12 +345,11 @@ static void maps_unloaded(void)
 		struct sent *s = &sent[i];
 		uintptr_t k = atomic_load_explicit(&s->start, memory_order_acquire);
 		uintptr_t m = atomic_load_explicit(&s->map, memory_order_acquire);
-		struct dl_find_object o;
+		struct kpp_obj o;
 		struct kpprof_rec_munmap r;
 
-		if (!k || !m || (!_dl_find_object((void *)k, &o) &&
-				 (uintptr_t)o.dlfo_map_start == k &&
-				 (uintptr_t)o.dlfo_link_map == m))
+		if (!k || !m || (kpp_obj_at(k, &o, NULL) && o.lo == k &&
+				 (uintptr_t)o.map == m))
 			continue;
 		if (!atomic_compare_exchange_strong(&s->map, &m, 0) ||
 		    !atomic_load_explicit(&s->xend, memory_order_relaxed))

@@ -12,6 +12,10 @@
 
 bool kpp_obj_at(uintptr_t pc, struct kpp_obj *o, struct dl_find_object *d)
 {
+	struct dl_find_object own;
+
+	if (!d)
+		d = &own;
 	if (_dl_find_object((void *)pc, d))
 		return false;
 	o->lo = (uintptr_t)d->dlfo_map_start;

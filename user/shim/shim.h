@@ -367,7 +367,7 @@ struct kpp_objs {
 	bool complete;
 	struct kpp_obj o[KPP_WALK_OBJS];
 };
-/* The object that holds @pc (obj.c); @d: _dl_find_object's answer. */
+/* The object that holds @pc (obj.c); @d (NULL: not wanted): _dl_find_object's answer. */
 struct dl_find_object;
 bool kpp_obj_at(uintptr_t pc, struct kpp_obj *o, struct dl_find_object *d) KPP_HIDDEN;
 /* @objs (NULL: not wanted) is filled by the DWARF walk, else incomplete. */
