@@ -6,8 +6,10 @@
 # abandon()): the cancel state stays the program's, the count seccomp.c
 # waits for comes back down (a seccomp filter installs), every private
 # stack comes back (the main thread's 1000 allocations of 12345 bytes are
-# all recorded after 200 threads ended mid-sample), and a jump that stays
-# inside the handler abandons nothing.
+# all recorded after 200 threads ended mid-sample; and after 20 that ended
+# inside a write into the emulated ring, abandon_ring.c: the entry is given
+# up, not left to stop the drain), and a jump that stays inside the
+# handler abandons nothing.
 # usage: selftests/shim/abandon_host_test.sh [SHIM.so...]
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -40,6 +42,18 @@ for lib in "$@"; do
 	[ $rc = 0 ] && [ "$n" = 1000 ] && grep -q '^ok: seccomp filter installed' <<<"$out" &&
 		tap_ok "$b: 200 threads ended by pthread_exit in a handler: 1000 of 1000 samples after, seccomp installs" ||
 		tap_fail "$b: pthread_exit in a handler" "rc $rc, $n of 1000 samples after: $(grep -v '^kpprof' <<<"$out")"
+
+	# the emulated ring: 20 threads end inside its write, half in a
+	# sampling path's ALLOC, half in a FREE (the unfixed shim left each
+	# entry reserved: 0 of 1000 after)
+	out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_ring" 20 2>&1); rc=$?
+	n=$("$d/shim_reader" --decode "$tmp/sink" 2>/dev/null |
+		awk '$1 == "ALLOC" && $6 == 12345' | wc -l)
+	[ $rc = 0 ] && [ "$n" = 1000 ] &&
+		grep -q '^ok: 10 threads ended in a FREE.s ring write, 10 in an ALLOC.s' <<<"$out" &&
+		grep -q '^ok: seccomp filter installed' <<<"$out" &&
+		tap_ok "$b: 20 threads ended inside a ring write (10 ALLOC, 10 FREE): 1000 of 1000 samples after, seccomp installs" ||
+		tap_fail "$b: threads ended inside a ring write" "rc $rc, $n of 1000 samples after: $(grep -v '^kpprof' <<<"$out")"
 
 	out=$(shimmed "$lib" "$d/abandon" inner 2000 2>&1); rc=$?
 	[ $rc = 0 ] && grep -q '^ok: 2000 jumps' <<<"$out" &&

@@ -164,12 +164,42 @@ bool kpp_free_record_now(const void *addr, uint64_t bytes)
 	return false;
 }
 
+/* What an emit left for good must undo, its own level only (emit_abandon). */
+struct emit_frame {
+	struct kpp_thread *t;
+	void *outer_entry;	/* the ring entry an emit it interrupted was writing */
+	uint32_t outer_len;
+	bool announced;
+	bool flushes;		/* inside its flush_held(), which set t->flushing */
+};
+
+/*
+ * emit_abandon - a signal handler left this emit for good (a longjmp over
+ * it, pthread_exit): give up the ring entry it was writing, which the
+ * drain would otherwise stop at (the module's for 2 s; test mode's too),
+ * and take it out of the count seccomp.c and kpp_fini() wait for.  Only
+ * for an emit outside a sampling path (a FREE, a COMM): one inside runs
+ * on the private stack, where no cleanup buffer may go (shim.h, struct
+ * kpp_sample_frame), and the path's buffer does this (init.c's abandon()).
+ */
+static void emit_abandon(void *arg)
+{
+	struct emit_frame *f = arg;
+
+	kpp_pring_abandon(f->t, f->outer_entry, f->outer_len);
+	if (f->flushes)
+		f->t->flushing = 0;
+	f->t->emitting--;
+	atomic_fetch_sub(&kpp_shard()->emitters, 1);
+}
+
 int kpp_emit(const void *rec, size_t size)
 {
 	struct kpp_thread *t = &kpp_thread;
 	struct kpp_shard *shard = kpp_shard();
 	/* Inside a sampling path this thread is counted in samplers already. */
-	bool announce = !t->sampling;
+	struct emit_frame f = { t, t->ring_entry, t->ring_len, !t->sampling, false };
+	struct _pthread_cleanup_buffer cb;
 	int saved = errno, ret = 0;
 
 	if (unlikely(atomic_load_explicit(&kpp.stopped, memory_order_relaxed))) {
@@ -177,9 +207,10 @@ int kpp_emit(const void *rec, size_t size)
 		return ECANCELED;
 	}
 	/* Pairs with seccomp.c: announce, then check the flag (seq_cst). */
-	if (announce) {
+	if (f.announced) {
 		atomic_fetch_add(&shard->emitters, 1);
 		t->emitting++;
+		_pthread_cleanup_push(&cb, emit_abandon, &f);
 	}
 	/*
 	 * After the destructor's EXIT nothing more may follow it: the FREEs of
@@ -199,8 +230,11 @@ int kpp_emit(const void *rec, size_t size)
 		ret = ECANCELED;
 		goto out;
 	}
-	if (unlikely(atomic_load_explicit(&held_n, memory_order_relaxed)) && !t->flushing)
+	if (unlikely(atomic_load_explicit(&held_n, memory_order_relaxed)) && !t->flushing) {
+		f.flushes = true;
 		flush_held(t);
+		f.flushes = false;
+	}
 	if (!kpp_submit(rec, size)) {
 		atomic_fetch_add_explicit(&shard->writes_ok, 1, memory_order_relaxed);
 	} else if (errno == ENOBUFS) {
@@ -224,7 +258,8 @@ int kpp_emit(const void *rec, size_t size)
 	}
 out:
 	kpp_pring_close_fd_when_alone();
-	if (announce) {
+	if (f.announced) {
+		_pthread_cleanup_pop(&cb, 0);
 		t->emitting--;
 		atomic_fetch_sub(&shard->emitters, 1);
 	}

@@ -71,7 +71,7 @@ static bool before_exec(void)
 		sent = kpp_writes_ok();
 		if (sent) {
 			kpp_emit_comm(KPPROF_COMM_EXEC);
-			kpp_pring_flush();
+			kpp_pring_flush(false);
 			ended = kpp_writes_ok() != sent;
 		}
 	}

@@ -123,9 +123,9 @@ void kpp_heap_sampled(struct kpp_thread *t, void *p, size_t size)
 {
 	uint64_t rate = t->mem_rate;
 
-	struct _pthread_cleanup_buffer cb;
+	struct kpp_sample_frame sf;
 
-	if (!p || !rate || !kpp_sample_begin(t, &cb))
+	if (!p || !rate || !kpp_sample_begin(t, &sf))
 		return;
 	/* Remember the address first: a free racing with the record must
 	 * find it.  No record went in (no stack, ring full, stopped): forget
@@ -135,7 +135,7 @@ void kpp_heap_sampled(struct kpp_thread *t, void *p, size_t size)
 
 		kpp_set_remove(p, &unused);
 	}
-	kpp_sample_end(t, &cb);
+	kpp_sample_end(t, &sf);
 }
 
 __attribute__((noinline))

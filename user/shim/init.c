@@ -111,11 +111,6 @@ extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
  */
 void *__dso_handle __attribute__((visibility("hidden"))) = &__dso_handle;
 
-/* glibc's cleanup buffers of the old style, still exported (GLIBC_2.34). */
-extern void _pthread_cleanup_push(struct _pthread_cleanup_buffer *buffer,
-				  void (*routine)(void *), void *arg);
-extern void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *buffer, int execute);
-
 /*
  * abandon - a signal handler that interrupted this thread's sampling path
  * left it for good: a siglongjmp/longjmp to a frame older than the path's
@@ -129,15 +124,14 @@ extern void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *buffer, int exe
  */
 static void abandon(void *arg)
 {
-	struct kpp_thread *t = arg;
+	struct kpp_sample_frame *sf = arg;
+	struct kpp_thread *t = sf->t;
 
 	kpp_stackpool_abandon(t);
 	kpp_set_abandon(t);
 	kpp_maps_abandon(t);
-	if (t->emitting) {
-		atomic_fetch_sub(&kpp_shard()->emitters, (int)t->emitting);
-		t->emitting = 0;
-	}
+	/* the record it was writing: its emit is on the private stack */
+	kpp_pring_abandon(t, sf->outer_entry, sf->outer_len);
 	t->flushing = 0;
 	t->sampling = 0;
 	kpp_samplers_leave();
@@ -152,9 +146,9 @@ static void abandon(void *arg)
  * a fork.  It has no cancellation point (test mode writes with
  * syscall(2)) and leaves the cancel state alone: a handler that jumps out
  * of the path would leave it disabled (pthread_cancel then never acts).
- * A handler that leaves the path for good runs abandon() (@cb).
+ * A handler that leaves the path for good runs abandon() (@sf).
  */
-bool kpp_sample_begin(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb)
+bool kpp_sample_begin(struct kpp_thread *t, struct kpp_sample_frame *sf)
 {
 	if (t->guard || atomic_load_explicit(&kpp.ready, memory_order_relaxed) != 1)
 		return false;
@@ -173,14 +167,17 @@ bool kpp_sample_begin(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb)
 		t->guard = 0;
 		return false;
 	}
-	_pthread_cleanup_push(cb, abandon, t);
+	sf->t = t;
+	sf->outer_entry = t->ring_entry;
+	sf->outer_len = t->ring_len;
+	_pthread_cleanup_push(&sf->cb, abandon, sf);
 	t->sampling = 1;
 	return true;
 }
 
-void kpp_sample_end(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb)
+void kpp_sample_end(struct kpp_thread *t, struct kpp_sample_frame *sf)
 {
-	_pthread_cleanup_pop(cb, 0);
+	_pthread_cleanup_pop(&sf->cb, 0);
 	t->sampling = 0;
 	kpp_samplers_leave();
 	errno = t->saved_errno;
@@ -563,16 +560,17 @@ static void kpp_fini(void)
 	t->last_record = 1;
 	kpp_emit_comm(KPPROF_COMM_EXIT);
 	t->last_record = 0;
-	kpp_pring_flush();
+	kpp_pring_flush(false);
 	kpp_debug("producer ring %s, SUBMIT fallbacks %llu",
 		  kpp_pring_mapped() ? "mapped" : "not mapped",
 		  (unsigned long long)kpp.pring_fallback);
-	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu, not sent (stopped) %llu, in sampling paths %d, frees held %llu, lost %llu, objects unsent %llu, samples abandoned %llu, seccomp waits cut %llu",
+	kpp_debug("records written %llu, dropped (ring full) %llu, refused %llu, table full %llu, not sent (stopped) %llu, in sampling paths %d, frees held %llu, lost %llu, objects unsent %llu, samples abandoned %llu, seccomp waits cut %llu, ring entries given up %llu",
 		  (unsigned long long)kpp_writes_ok(), (unsigned long long)kpp.writes_dropped,
 		  (unsigned long long)kpp.writes_failed, (unsigned long long)kpp.table_full,
 		  (unsigned long long)kpp.unsent, kpp_samplers(),
 		  (unsigned long long)kpp.frees_held, (unsigned long long)kpp.frees_lost,
 		  (unsigned long long)kpp.maps_unsent,
 		  (unsigned long long)kpp.abandoned,
-		  (unsigned long long)kpp.seccomp_unwaited);
+		  (unsigned long long)kpp.seccomp_unwaited,
+		  (unsigned long long)kpp.test_given_up);
 }

@@ -285,16 +285,16 @@ static inline bool quick_pass(const struct kpp_thread *t, const int *word)
 static void block_event(struct kpp_thread *t, const void *lock, uint64_t d)
 {
 	uint64_t rate = t->block_rate;
-	struct _pthread_cleanup_buffer cb;
+	struct kpp_sample_frame sf;
 
 	if (!rate || !d)
 		return;
 	if (d < rate && !kpp_rand_chance(t, d, rate))
 		return;
-	if (!kpp_sample_begin(t, &cb))
+	if (!kpp_sample_begin(t, &sf))
 		return;
 	kpp_emit_contention(t, KPPROF_REC_BLOCK, lock, d, rate);
-	kpp_sample_end(t, &cb);
+	kpp_sample_end(t, &sf);
 }
 
 /* Did a lock call wait?  Obtained after waiting, or gave up waiting. */
@@ -503,11 +503,11 @@ static uint64_t handoff_delay(struct kpp_thread *t, pthread_mutex_t *m, uint32_t
 
 static void mutex_event(struct kpp_thread *t, pthread_mutex_t *m, uint64_t delay, uint32_t n)
 {
-	struct _pthread_cleanup_buffer cb;
+	struct kpp_sample_frame sf;
 
-	if (delay && kpp_rand_chance(t, 1, n) && kpp_sample_begin(t, &cb)) {
+	if (delay && kpp_rand_chance(t, 1, n) && kpp_sample_begin(t, &sf)) {
 		kpp_emit_contention(t, KPPROF_REC_MUTEX, m, delay, n);
-		kpp_sample_end(t, &cb);
+		kpp_sample_end(t, &sf);
 	}
 }
 

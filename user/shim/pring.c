@@ -64,6 +64,8 @@ enum { PR_NONE, PR_SETUP, PR_MAPPED, PR_FAILED };
 #define TEST_RING_SIZE		(64 * 1024)
 #define TEST_DRAIN_NS		10000000ULL
 #define TEST_DRAIN_BATCH	64
+#define TEST_STUCK_NS		2000000000ULL	/* the module's KPP_PRING_STUCK_JIFFIES */
+enum { TD_IF_FREE, TD_FLUSH, TD_LAST };	/* test_drain()'s @how */
 
 static struct {
 	struct kpprof_pring_hdr *hdr;
@@ -74,7 +76,10 @@ static struct {
 static _Atomic int pr_state KPP_START_DATA;	/* every record reads it */
 static _Atomic int fd_close_pending KPP_START_DATA;	/* every record reads it */
 static _Atomic int test_draining;
+static int test_sink_closed;	/* kpp_pring_flush(true) ran: no open again */
 static _Atomic uint64_t test_last_drain;
+static uint64_t test_stuck_pos, test_stuck_since;	/* the drainer's */
+static bool test_stuck;
 static _Atomic uint64_t kicked_tail = UINT64_MAX;
 
 /*
@@ -216,7 +221,7 @@ static int setup(void *hint)
 	return 0;
 }
 
-static void test_drain(void);
+static void test_drain(int how);
 
 /* ring_write - the producer protocol; 0 or ENOBUFS (counted in lost[]) */
 static int ring_write(const void *rec, size_t len)
@@ -224,6 +229,9 @@ static int ring_write(const void *rec, size_t len)
 	uint64_t total = (sizeof(struct kpprof_ring_hdr) + len + 7) & ~7ULL, h, t;
 	unsigned int kind = ((const struct kpprof_record *)rec)->kind;
 	struct kpprof_pring_hdr *hdr = pr.hdr;
+	struct kpp_thread *th = &kpp_thread;
+	void *outer = th->ring_entry;	/* a handler's record inside ours */
+	uint32_t outer_len = th->ring_len;
 	struct kpprof_ring_hdr *e;
 	bool kicked = false;
 
@@ -240,7 +248,7 @@ static int ring_write(const void *rec, size_t len)
 			__atomic_fetch_add(&hdr->lost[kind < KPPROF_LOST_KINDS ? kind : 0], 1,
 					   __ATOMIC_RELAXED);
 			if (kpp.test_sink)
-				test_drain();
+				test_drain(TD_IF_FREE);
 			return ENOBUFS;
 		}
 		/* a failure (or a spurious one) reloads h: check the room again */
@@ -249,9 +257,22 @@ static int ring_write(const void *rec, size_t len)
 			break;
 	}
 	e = (struct kpprof_ring_hdr *)(pr.data + (h & pr.mask));
+	/*
+	 * Ours until the commit: a handler that leaves this write for good
+	 * gives it up (kpp_pring_abandon), or the drain would stop at it, the
+	 * module's for 2 s, test mode's for as long.  Cleared before the
+	 * commit: after it the space is the drain's, then another writer's.
+	 */
+	th->ring_len = (uint32_t)len;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	th->ring_entry = e;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&e->len, (__u32)len | KPPROF_RING_BUSY, __ATOMIC_RELAXED);
 	memcpy(e + 1, rec, len);
 	memset((unsigned char *)(e + 1) + len, 0, total - sizeof(*e) - len);
+	th->ring_entry = outer;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	th->ring_len = outer_len;
 	/* commit: the record's bytes before the length (the drain's acquire) */
 	__atomic_store_n(&e->len, (__u32)len, __ATOMIC_RELEASE);
 	if (!kpp.test_sink && 4 * (h + total - t) >= pr.size)
@@ -265,7 +286,7 @@ static int ring_write(const void *rec, size_t len)
 		if (2 * (h + total - t) >= pr.size ||
 		    now - atomic_load_explicit(&test_last_drain, memory_order_relaxed) >=
 		    TEST_DRAIN_NS)
-			test_drain();
+			test_drain(TD_IF_FREE);
 	}
 	return 0;
 }
@@ -335,7 +356,7 @@ bool kpp_pring_wait_room(size_t len, uint64_t max_ns)
 		else if (kpp_now_ns() - t0 > max_ns)
 			return false;
 		if (kpp.test_sink)
-			test_drain();
+			test_drain(TD_IF_FREE);
 		else
 			kpp_nanosleep(&ms, NULL);
 	}
@@ -362,6 +383,11 @@ static void forget(void)
 	atomic_store(&fd_close_pending, 0);
 	atomic_store(&test_draining, 0);
 	atomic_store(&kicked_tail, UINT64_MAX);
+	test_stuck = false;
+	test_sink_closed = 0;
+	/* a write a handler's fork interrupted resumes, as in the parent;
+	 * abandoned here, it is the drain's 2 s to skip, not ours to give up */
+	kpp_thread.ring_entry = NULL;
 }
 
 /*
@@ -391,42 +417,80 @@ bool kpp_pring_fork_child(void)
 }
 
 /*
- * test_drain - test mode: what the module's drain does, into the sink.
- * One thread at a time; the others go on writing.
+ * test_drain - test mode: what the module's drain does, into the sink:
+ * entries in ring order up to the first not committed, given up after 2 s
+ * (counted in kpp.test_given_up), discarded ones skipped.  One thread at a
+ * time: with @how TD_IF_FREE (a writer's drain) a busy drain is left to
+ * its thread; TD_FLUSH and TD_LAST (exec, exit, seccomp.c) wait for it,
+ * bounded, then drain what is left.  After TD_LAST the sink is never
+ * opened again (the seccomp filter about to go in may forbid the open):
+ * what a later drain takes is counted as a failed write.  Signals are
+ * blocked meanwhile (two syscalls a drain, test mode only): a handler that
+ * left the drain for good (pthread_exit, siglongjmp) would keep
+ * test_draining set and the sink open, and no record after it would reach
+ * the sink (abandon_host_test.sh, emulated ring).
  */
-static void test_drain(void)
+static void test_drain(int how)
 {
 	struct iovec iov[TEST_DRAIN_BATCH];
 	struct kpprof_pring_hdr *hdr = pr.hdr;
 	struct timespec ts;
-	uint64_t t, head, start;
+	uint64_t t, head, start, now;
+	unsigned long mask;
 	int n, fd = -1;
 
-	if (atomic_exchange(&test_draining, 1))
+	if (how == TD_IF_FREE && atomic_load_explicit(&test_draining, memory_order_relaxed))
 		return;
+	kpp_sigblock(&mask);
+	for (int i = 0; atomic_exchange(&test_draining, 1); i++) {
+		if (how == TD_IF_FREE || i >= 10000) {
+			kpp_sigrestore(&mask);
+			return;
+		}
+		kpp_sched_yield();
+	}
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	atomic_store_explicit(&test_last_drain,
-			      (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec,
-			      memory_order_relaxed);
+	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	atomic_store_explicit(&test_last_drain, now, memory_order_relaxed);
 	t = __atomic_load_n(&hdr->tail, __ATOMIC_RELAXED);
 	do {
 		head = __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE);
 		start = t;
-		for (n = 0; t != head && n < TEST_DRAIN_BATCH; n++) {
+		for (n = 0; t != head && n < TEST_DRAIN_BATCH;) {
 			struct kpprof_ring_hdr *e = (void *)(pr.data + (t & pr.mask));
 			__u32 w = __atomic_load_n(&e->len, __ATOMIC_ACQUIRE);
+			uint64_t total = (sizeof(*e) + (w & KPPROF_RING_LEN_MASK) + 7) & ~7ULL;
 
-			if (!w || (w & KPPROF_RING_BUSY))
-				break;
-			iov[n].iov_base = e + 1;
-			iov[n].iov_len = w & KPPROF_RING_LEN_MASK;
-			t += (sizeof(*e) + iov[n].iov_len + 7) & ~7ULL;
+			if (!w || (w & KPPROF_RING_BUSY)) {
+				/* not committed: the module's rule, 2 s */
+				if (!test_stuck || test_stuck_pos != t) {
+					test_stuck = true;
+					test_stuck_pos = t;
+					test_stuck_since = now;
+					break;
+				}
+				/* a coarse clock read by another thread: not before */
+				if (now < test_stuck_since + TEST_STUCK_NS)
+					break;
+				test_stuck = false;
+				atomic_fetch_add_explicit(&kpp.test_given_up, 1,
+							  memory_order_relaxed);
+				if (!w || total > head - t) {
+					t = head;	/* its length never written */
+					break;
+				}
+				t += total;	/* zeroed with the rest below */
+				continue;
+			}
+			if (!(w & KPPROF_RING_DISCARD)) {
+				iov[n].iov_base = e + 1;
+				iov[n++].iov_len = w & KPPROF_RING_LEN_MASK;
+			}
+			t += total;
 		}
-		/* Stopped (a seccomp filter may forbid the open): dropped,
-		 * the NOTE before the filter was drained already (seccomp.c).
-		 * libc's syscall(2), like emit.c's test-mode writes: the
+		/* libc's syscall(2), like emit.c's test-mode writes: the
 		 * tests interpose it. */
-		if (n && fd < 0 && !atomic_load(&kpp.stopped))
+		if (n && fd < 0 && !test_sink_closed)
 			fd = kpp_test_sink_open();
 		if (n && (fd < 0 || syscall(SYS_writev, fd, iov, n) < 0))
 			atomic_fetch_add_explicit(&kpp.writes_failed, 1, memory_order_relaxed);
@@ -437,11 +501,27 @@ static void test_drain(void)
 	} while (n == TEST_DRAIN_BATCH);
 	if (fd >= 0)
 		kpp_close(fd);
+	if (how == TD_LAST)
+		test_sink_closed = 1;
 	atomic_store(&test_draining, 0);
+	kpp_sigrestore(&mask);
 }
 
-void kpp_pring_flush(void)
+void kpp_pring_abandon(struct kpp_thread *t, void *outer, uint32_t outer_len)
+{
+	struct kpprof_ring_hdr *e = t->ring_entry;
+	uint32_t len = t->ring_len;
+
+	t->ring_entry = outer;
+	t->ring_len = outer_len;
+	if (!e || e == outer)
+		return;
+	/* skipped by the drain, uncounted (ioctl/kpprof.h, step 3) */
+	__atomic_store_n(&e->len, len | KPPROF_RING_DISCARD, __ATOMIC_RELEASE);
+}
+
+void kpp_pring_flush(bool last)
 {
 	if (kpp.test_sink && kpp_pring_mapped())
-		test_drain();
+		test_drain(last ? TD_LAST : TD_FLUSH);
 }

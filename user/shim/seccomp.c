@@ -146,8 +146,9 @@ static void stop_for_filter(void)
 	if (!kpp_submit(&note, sizeof(note)))
 		atomic_fetch_add_explicit(&kpp.writes_ok, 1, memory_order_relaxed);
 	/* test mode: the emulated ring's drain opens the sink, which the
-	 * filter may forbid; drain it now (the module drains in the kernel) */
-	kpp_pring_flush();
+	 * filter may forbid; drain it now, the last time the sink is opened
+	 * (the module drains in the kernel) */
+	kpp_pring_flush(true);
 	errno = saved;
 }
 

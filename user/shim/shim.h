@@ -162,6 +162,8 @@ struct kpp_thread {
 	int map_buf;			/* maps.c record buffer held + 1, 0: none */
 	uint32_t last_record;
 	uint32_t sampling;
+	uint32_t ring_len;		/* ring_entry's record length */
+	void *ring_entry;		/* reserved in the producer ring, not committed */
 };
 extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
 
@@ -203,6 +205,7 @@ struct kpp_global {
 	_Atomic uint64_t frees_held;	/* FREEs retried after a full ring */
 	_Atomic uint64_t frees_lost;	/* ... that could not be held */
 	_Atomic uint64_t seccomp_unwaited; /* filters installed beside a sample */
+	_Atomic uint64_t test_given_up;	/* test mode: ring entries skipped after 2 s */
 	_Atomic uint64_t abandoned;	/* samples a signal handler jumped out of */
 	_Atomic uint64_t maps_unsent;	/* objects whose MMAP could not be sent */
 	_Atomic uint64_t pring_fallback; /* no producer ring: SUBMIT per record */
@@ -267,8 +270,28 @@ const char *kpp_getenv(const char *name) KPP_HIDDEN;
  * an older frame, pthread_exit, cancellation): init.c's abandon() gives
  * back the guard, the counts, the private stack and the locks it held.
  */
-bool kpp_sample_begin(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb) KPP_HIDDEN;
-void kpp_sample_end(struct kpp_thread *t, struct _pthread_cleanup_buffer *cb) KPP_HIDDEN;
+/*
+ * glibc's cleanup buffers of the old style, still exported (GLIBC_2.34):
+ * a longjmp over the frame that pushed one, or a thread's exit or
+ * cancellation, runs its routine.
+ */
+extern void _pthread_cleanup_push(struct _pthread_cleanup_buffer *buffer,
+				  void (*routine)(void *), void *arg);
+extern void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *buffer, int execute);
+/*
+ * struct kpp_sample_frame - a sampling path's cleanup buffer, on its
+ * caller's stack (never a private one: glibc runs the buffers a longjmp
+ * passes by comparing addresses on the thread's stack), and what the
+ * cleanup needs: the ring entry an emit the path interrupted was writing.
+ */
+struct kpp_sample_frame {
+	struct _pthread_cleanup_buffer cb;
+	struct kpp_thread *t;
+	void *outer_entry;
+	uint32_t outer_len;
+};
+bool kpp_sample_begin(struct kpp_thread *t, struct kpp_sample_frame *sf) KPP_HIDDEN;
+void kpp_sample_end(struct kpp_thread *t, struct kpp_sample_frame *sf) KPP_HIDDEN;
 
 /* --------------------------------------------------------- random */
 
@@ -430,8 +453,15 @@ bool kpp_pring_wait_room(size_t len, uint64_t max_ns) KPP_HIDDEN;
 bool kpp_pring_fork_child(void) KPP_HIDDEN;
 /* a new child of a stopped process: no ring, and none made (no syscall) */
 void kpp_pring_fork_child_stopped(void) KPP_HIDDEN;
-/* test mode: drain the emulated ring into the sink now (exec, exit) */
-void kpp_pring_flush(void) KPP_HIDDEN;
+/* test mode: drain the emulated ring into the sink now (exec, exit); the
+ * @last time (seccomp.c, before a filter): no sink opened after it */
+void kpp_pring_flush(bool last) KPP_HIDDEN;
+/*
+ * kpp_pring_abandon - a kpp_emit() left for good: give up the entry it
+ * was writing, if any (@t->ring_entry is not @outer, the one an emit it
+ * interrupted was writing), and make @outer/@outer_len the current one.
+ */
+void kpp_pring_abandon(struct kpp_thread *t, void *outer, uint32_t outer_len) KPP_HIDDEN;
 /* test mode: open the sink again (init.c; async-signal-safe): -1 or a descriptor */
 int kpp_test_sink_open(void) KPP_HIDDEN;
 void kpp_emit_comm(__u32 reason) KPP_HIDDEN;

@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
@@ -165,6 +166,24 @@ static inline int kpp_ftruncate(int fd, off_t len)
 static inline int kpp_memfd_create(const char *name, unsigned int flags)
 {
 	return (int)KPP_SYS(SYS_memfd_create, name, flags, 0, 0, 0, 0);
+}
+
+/*
+ * kpp_sigblock - block every signal glibc lets a program block (all but
+ * its SIGCANCEL, 32, and SIGSETXID, 33: setuid() in another thread waits
+ * for every thread to take the latter) and put the old mask in @old;
+ * kpp_sigrestore puts it back.  The kernel's mask is 64 bits.
+ */
+static inline void kpp_sigblock(unsigned long *old)
+{
+	unsigned long all = ~((1UL << (32 - 1)) | (1UL << (33 - 1)));
+
+	KPP_SYS(SYS_rt_sigprocmask, SIG_BLOCK, &all, old, sizeof(all), 0, 0);
+}
+
+static inline void kpp_sigrestore(const unsigned long *old)
+{
+	KPP_SYS(SYS_rt_sigprocmask, SIG_SETMASK, old, 0, sizeof(*old), 0, 0);
 }
 
 #endif
