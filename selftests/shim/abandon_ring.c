@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A thread that ends in the middle of the shim's write into the emulated
- * producer ring (test mode, KPPROF_TEST_RING=1, rate 1), deterministically:
- * this program exports its own memcpy, which the shim's ring write calls
- * between reserving its entry and committing it; in a thread that armed
- * itself, a copy into the ring (the memfd "kpprof-test-ring") calls
- * pthread_exit there.  As a signal handler's pthread_exit or siglongjmp
- * would, at any instruction: a random signal lands in that stretch too
- * rarely for a test (abandon_host_test.sh).
+ * A thread that ends in the middle of the shim's write into its producer
+ * ring (test mode's emulated one, KPPROF_TEST_RING=1, or the module's),
+ * at rate 1, deterministically: this program exports its own memcpy,
+ * which the shim's ring write calls between reserving its entry and
+ * committing it; in a thread that armed itself, a copy into the ring (a
+ * mapping of the memfd "kpprof-test-ring" or of /dev/kpprof) calls
+ * pthread_exit there, as a signal handler's pthread_exit or siglongjmp
+ * would at any instruction: a random signal lands in that stretch too
+ * rarely for a test (abandon_host_test.sh, abandon_ring_vm_test.sh).
  *
  *   abandon_ring N      N threads, each ending in the ring write of its
  *                       first FREE record (even threads: an emit outside
@@ -16,7 +17,7 @@
  *                       the main thread allocates 1000 blocks of 12345
  *                       bytes and installs a seccomp filter (allow all).
  *
- * The test counts the ALLOC records of 12345 bytes in the sink: an entry
+ * The tests count the ALLOC records of 12345 bytes: an entry
  * left reserved stops the drain (the module's for 2 s), and every record
  * after it is lost to the full ring.  Prints "ok: ..." lines; exit 0 if
  * the program's own checks pass.
@@ -58,7 +59,10 @@ void *memcpy(void *dst, const void *src, size_t n)
 	return dst;
 }
 
-/* Where is the emulated ring?  Mapped by the first sample. */
+/*
+ * Where is the producer ring?  Mapped by the first sample: the memfd of
+ * the emulated one, or /dev/kpprof's (abandon_ring_vm_test.sh).
+ */
 static int find_ring(void)
 {
 	FILE *f = fopen("/proc/self/maps", "r");
@@ -69,7 +73,7 @@ static int find_ring(void)
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long lo, hi;
 
-		if (strstr(line, "kpprof-test-ring") &&
+		if ((strstr(line, "kpprof-test-ring") || strstr(line, " /dev/kpprof")) &&
 		    sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
 			if (!ring_lo || lo < ring_lo)
 				ring_lo = lo;
@@ -113,7 +117,7 @@ int main(int argc, char **argv)
 
 	free(warm);
 	if (find_ring()) {
-		fprintf(stderr, "abandon_ring: no kpprof-test-ring mapping (KPPROF_TEST_RING=1?)\n");
+		fprintf(stderr, "abandon_ring: no producer ring mapped (KPPROF_TEST_RING=1? kpprof.ko?)\n");
 		return 1;
 	}
 	for (int i = 0; i < n; i++) {
