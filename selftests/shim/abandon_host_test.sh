@@ -8,8 +8,9 @@
 # stack comes back (the main thread's 1000 allocations of 12345 bytes are
 # all recorded after 200 threads ended mid-sample; and after 20 that ended
 # inside a write into the emulated ring, abandon_ring.c: the entry is given
-# up, not left to stop the drain), and a jump that stays inside the
-# handler abandons nothing.
+# up, not left to stop the drain, but not once the drain gave it up and
+# another writer has its space, abandon_stale.c), and a jump that stays
+# inside the handler abandons nothing.
 # usage: selftests/shim/abandon_host_test.sh [SHIM.so...]
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -54,6 +55,15 @@ for lib in "$@"; do
 		grep -q '^ok: seccomp filter installed' <<<"$out" &&
 		tap_ok "$b: 20 threads ended inside a ring write (10 ALLOC, 10 FREE): 1000 of 1000 samples after, seccomp installs" ||
 		tap_fail "$b: threads ended inside a ring write" "rc $rc, $n of 1000 samples after: $(grep -v '^kpprof' <<<"$out")"
+
+	# a thread that leaves its ring write only after the drain gave the
+	# entry up (2 s) and another thread's record took its place: the
+	# cleanup leaves that record alone (abandon_stale.c; 5b2e0c5 wrote
+	# its DISCARD word into it)
+	out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_stale" 2>&1); rc=$?
+	[ $rc = 0 ] && grep -q '^victim intact' <<<"$out" &&
+		tap_ok "$b: an entry given up by the drain before its thread left: the record over it intact" ||
+		tap_fail "$b: an entry given up by the drain before its thread left" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
 
 	out=$(shimmed "$lib" "$d/abandon" inner 2000 2>&1); rc=$?
 	[ $rc = 0 ] && grep -q '^ok: 2000 jumps' <<<"$out" &&

@@ -257,17 +257,20 @@ static int ring_write(const void *rec, size_t len)
 			break;
 	}
 	e = (struct kpprof_ring_hdr *)(pr.data + (h & pr.mask));
+	__atomic_store_n(&e->len, (__u32)len | KPPROF_RING_BUSY, __ATOMIC_RELAXED);
 	/*
 	 * Ours until the commit: a handler that leaves this write for good
 	 * gives it up (kpp_pring_abandon), or the drain would stop at it, the
-	 * module's for 2 s, test mode's for as long.  Cleared before the
-	 * commit: after it the space is the drain's, then another writer's.
+	 * module's for 2 s, test mode's for as long.  Announced after the
+	 * BUSY word, which kpp_pring_abandon() expects to find there.
+	 * Cleared before the commit: after it the space is the drain's, then
+	 * another writer's.
 	 */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	th->ring_len = (uint32_t)len;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	th->ring_entry = e;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&e->len, (__u32)len | KPPROF_RING_BUSY, __ATOMIC_RELAXED);
 	memcpy(e + 1, rec, len);
 	memset((unsigned char *)(e + 1) + len, 0, total - sizeof(*e) - len);
 	th->ring_entry = outer;
@@ -516,8 +519,16 @@ void kpp_pring_abandon(struct kpp_thread *t, void *outer, uint32_t outer_len)
 	t->ring_len = outer_len;
 	if (!e || e == outer)
 		return;
-	/* skipped by the drain, uncounted (ioctl/kpprof.h, step 3) */
-	__atomic_store_n(&e->len, len | KPPROF_RING_DISCARD, __ATOMIC_RELEASE);
+	/*
+	 * Skipped by the drain, uncounted (ioctl/kpprof.h, step 3); only if
+	 * the entry is still ours, our BUSY word there: a handler that ran
+	 * longer than the drain's 2 s before leaving finds its entry given up
+	 * and the space zeroed or another writer's (abandon_stale.c).  That
+	 * writer's own BUSY word of the same length it overwrites at commit.
+	 */
+	__atomic_compare_exchange_n(&e->len, &(uint32_t){ len | KPPROF_RING_BUSY },
+				    len | KPPROF_RING_DISCARD, false,
+				    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
 void kpp_pring_flush(bool last)
