@@ -238,7 +238,8 @@ static void new_process(bool threaded)
 		atomic_store(&kpp_shards[i].emitters, 0);
 		atomic_store(&kpp_shards[i].writes_ok, 0);
 	}
-	atomic_store(&kpp_shard()->emitters, t->emitting ? 1 : 0);
+	/* each of its nested emits (a handler's inside another) leaves once */
+	atomic_store(&kpp_shard()->emitters, (int)t->emitting);
 	atomic_store(&kpp_shard()->samplers, t->sampling ? 1 : 0);
 	atomic_store(&kpp.writes_ok, 0);
 	atomic_store(&kpp.writes_dropped, 0);
