@@ -65,6 +65,32 @@ for lib in "$@"; do
 		tap_ok "$b: an entry given up by the drain before its thread left: the record over it intact" ||
 		tap_fail "$b: an entry given up by the drain before its thread left" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
 
+	# a thread that ends inside a FREE's write nested in a sampling
+	# path's ALLOC write: both entries given up (abandon_nested.c; 5b2e0c5
+	# gave up the FREE's only and the drain stopped at the ALLOC's: 0 of
+	# 1000 after)
+	out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_nested" 10 2>&1); rc=$?
+	n=$("$d/shim_reader" --decode "$tmp/sink" 2>/dev/null |
+		awk '$1 == "ALLOC" && $6 == 12345' | wc -l)
+	[ $rc = 0 ] && [ "$n" = 1000 ] && grep -q '^ok: 10 threads ended' <<<"$out" &&
+		tap_ok "$b: 10 threads ended in a FREE's write inside an ALLOC's: 1000 of 1000 samples after" ||
+		tap_fail "$b: threads ended in a FREE's write inside an ALLOC's" "rc $rc, $n of 1000 samples after: $(grep -v '^kpprof' <<<"$out")"
+
+	# asynchronous cancellation (SIGCANCEL) of allocating threads: none
+	# ends inside test mode's drain and leaves it marked busy for good
+	# (abandon_cancel.c; the records after are not the test: a cancel in
+	# the few instructions around a reservation leaves an entry to the
+	# drain's 2 s)
+	off=$(nm "$lib" 2>/dev/null | awk '$3 == "test_draining" { print $1 }')
+	if [ -z "$off" ]; then
+		tap_skip "$b: asynchronous cancellation and the drain" "no test_draining symbol (nm)"
+	else
+		out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_cancel" 200 "$off" 2>&1); rc=$?
+		[ $rc = 0 ] && grep -q '^test_draining 0,' <<<"$out" &&
+			tap_ok "$b: 200 threads cancelled asynchronously: the drain not left busy" ||
+			tap_fail "$b: asynchronous cancellation and the drain" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
+	fi
+
 	# a fork from a handler inside two nested emits: the child's count of
 	# emitters (seccomp.c and kpp_fini() wait for it) ends at 0, not -1
 	off=$(nm "$lib" 2>/dev/null | awk '$3 == "kpp_shards" { print $1 }')

@@ -167,8 +167,7 @@ bool kpp_free_record_now(const void *addr, uint64_t bytes)
 /* What an emit left for good must undo, its own level only (emit_abandon). */
 struct emit_frame {
 	struct kpp_thread *t;
-	void *outer_entry;	/* the ring entry an emit it interrupted was writing */
-	uint32_t outer_len;
+	uint32_t outer_depth;	/* ring entries the emits it interrupted were writing */
 	bool announced;
 	bool flushes;		/* inside its flush_held(), which set t->flushing */
 };
@@ -186,7 +185,7 @@ static void emit_abandon(void *arg)
 {
 	struct emit_frame *f = arg;
 
-	kpp_pring_abandon(f->t, f->outer_entry, f->outer_len);
+	kpp_pring_abandon(f->t, f->outer_depth);
 	if (f->flushes)
 		f->t->flushing = 0;
 	f->t->emitting--;
@@ -198,7 +197,7 @@ int kpp_emit(const void *rec, size_t size)
 	struct kpp_thread *t = &kpp_thread;
 	struct kpp_shard *shard = kpp_shard();
 	/* Inside a sampling path this thread is counted in samplers already. */
-	struct emit_frame f = { t, t->ring_entry, t->ring_len, !t->sampling, false };
+	struct emit_frame f = { t, t->ring_depth, !t->sampling, false };
 	struct _pthread_cleanup_buffer cb;
 	int saved = errno, ret = 0;
 
