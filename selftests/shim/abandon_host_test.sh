@@ -103,6 +103,21 @@ for lib in "$@"; do
 			tap_fail "$b: fork inside nested emits" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
 	fi
 
+	# a handler on a sigaltstack above and below the thread's stack: a
+	# jump inside it runs no cleanup, a siglongjmp out of it the emit's
+	# (glibc orders them by address; abandon_altstack.c)
+	off=$(nm "$lib" 2>/dev/null | awk '$3 == "kpp_shards" { print $1 }')
+	for where in above below; do
+		if [ -z "$off" ]; then
+			tap_skip "$b: sigaltstack $where the thread's stack" "no kpp_shards symbol (nm)"
+			continue
+		fi
+		out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_altstack" "$off" $where 2>&1); rc=$?
+		[ $rc = 0 ] && [ "$(grep -c '^ok ' <<<"$out")" = 2 ] &&
+			tap_ok "$b: sigaltstack $where the thread's stack: a jump inside commits, one out gives up" ||
+			tap_fail "$b: sigaltstack $where the thread's stack" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
+	done
+
 	out=$(shimmed "$lib" "$d/abandon" inner 2000 2>&1); rc=$?
 	[ $rc = 0 ] && grep -q '^ok: 2000 jumps' <<<"$out" &&
 		grep -q 'samples abandoned 0,' <<<"$out" &&
