@@ -103,6 +103,19 @@ for lib in "$@"; do
 			tap_fail "$b: fork inside nested emits" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
 	fi
 
+	# a user-level thread preempted inside a FREE's write (its handler
+	# jumps to the scheduler) and resumed: glibc ran the emit's cleanup,
+	# the resumed emit gives nothing back twice (5b2e0c5: emitters -1)
+	off=$(nm "$lib" 2>/dev/null | awk '$3 == "kpp_shards" { print $1 }')
+	if [ -z "$off" ]; then
+		tap_skip "$b: preempted and resumed inside a FREE's write" "no kpp_shards symbol (nm)"
+	else
+		out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_resume" "$off" 2>&1); rc=$?
+		[ $rc = 0 ] && grep -q '^resumed: free done 1, .*emitters 0$' <<<"$out" &&
+			tap_ok "$b: preempted and resumed inside a FREE's write: emitters back to 0" ||
+			tap_fail "$b: preempted and resumed inside a FREE's write" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
+	fi
+
 	# a handler on a sigaltstack above and below the thread's stack: a
 	# jump inside it runs no cleanup, a siglongjmp out of it the emit's
 	# (glibc orders them by address; abandon_altstack.c)
