@@ -8,8 +8,9 @@
 # stack comes back (the main thread's 1000 allocations of 12345 bytes are
 # all recorded after 200 threads ended mid-sample; and after 20 that ended
 # inside a write into the emulated ring, abandon_ring.c: the entry is given
-# up, not left to stop the drain), and a jump that stays inside the
-# handler abandons nothing.
+# up, not left to stop the drain, but not once the drain gave it up and
+# another writer has its space, abandon_stale.c), and a jump that stays
+# inside the handler abandons nothing.
 # usage: selftests/shim/abandon_host_test.sh [SHIM.so...]
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -54,6 +55,81 @@ for lib in "$@"; do
 		grep -q '^ok: seccomp filter installed' <<<"$out" &&
 		tap_ok "$b: 20 threads ended inside a ring write (10 ALLOC, 10 FREE): 1000 of 1000 samples after, seccomp installs" ||
 		tap_fail "$b: threads ended inside a ring write" "rc $rc, $n of 1000 samples after: $(grep -v '^kpprof' <<<"$out")"
+
+	# a thread that leaves its ring write only after the drain gave the
+	# entry up (2 s) and another thread's record took its place: the
+	# cleanup leaves that record alone (abandon_stale.c; 5b2e0c5 wrote
+	# its DISCARD word into it)
+	out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_stale" 2>&1); rc=$?
+	[ $rc = 0 ] && grep -q '^victim intact' <<<"$out" &&
+		tap_ok "$b: an entry given up by the drain before its thread left: the record over it intact" ||
+		tap_fail "$b: an entry given up by the drain before its thread left" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
+
+	# a thread that ends inside a FREE's write nested in a sampling
+	# path's ALLOC write: both entries given up (abandon_nested.c; 5b2e0c5
+	# gave up the FREE's only and the drain stopped at the ALLOC's: 0 of
+	# 1000 after)
+	out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_nested" 10 2>&1); rc=$?
+	n=$("$d/shim_reader" --decode "$tmp/sink" 2>/dev/null |
+		awk '$1 == "ALLOC" && $6 == 12345' | wc -l)
+	[ $rc = 0 ] && [ "$n" = 1000 ] && grep -q '^ok: 10 threads ended' <<<"$out" &&
+		tap_ok "$b: 10 threads ended in a FREE's write inside an ALLOC's: 1000 of 1000 samples after" ||
+		tap_fail "$b: threads ended in a FREE's write inside an ALLOC's" "rc $rc, $n of 1000 samples after: $(grep -v '^kpprof' <<<"$out")"
+
+	# asynchronous cancellation (SIGCANCEL) of allocating threads: none
+	# ends inside test mode's drain and leaves it marked busy for good
+	# (abandon_cancel.c; the records after are not the test: a cancel in
+	# the few instructions around a reservation leaves an entry to the
+	# drain's 2 s)
+	off=$(nm "$lib" 2>/dev/null | awk '$3 == "test_draining" { print $1 }')
+	if [ -z "$off" ]; then
+		tap_skip "$b: asynchronous cancellation and the drain" "no test_draining symbol (nm)"
+	else
+		out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_cancel" 200 "$off" 2>&1); rc=$?
+		[ $rc = 0 ] && grep -q '^test_draining 0,' <<<"$out" &&
+			tap_ok "$b: 200 threads cancelled asynchronously: the drain not left busy" ||
+			tap_fail "$b: asynchronous cancellation and the drain" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
+	fi
+
+	# a fork from a handler inside two nested emits: the child's count of
+	# emitters (seccomp.c and kpp_fini() wait for it) ends at 0, not -1
+	off=$(nm "$lib" 2>/dev/null | awk '$3 == "kpp_shards" { print $1 }')
+	if [ -z "$off" ]; then
+		tap_skip "$b: fork inside nested emits" "no kpp_shards symbol (nm)"
+	else
+		out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_forkcount" "$off" 2>&1); rc=$?
+		[ $rc = 0 ] && grep -q '^child emitters 0$' <<<"$out" &&
+			tap_ok "$b: fork inside nested emits: the child's emitters back to 0" ||
+			tap_fail "$b: fork inside nested emits" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
+	fi
+
+	# a user-level thread preempted inside a FREE's write (its handler
+	# jumps to the scheduler) and resumed: glibc ran the emit's cleanup,
+	# the resumed emit gives nothing back twice (5b2e0c5: emitters -1)
+	off=$(nm "$lib" 2>/dev/null | awk '$3 == "kpp_shards" { print $1 }')
+	if [ -z "$off" ]; then
+		tap_skip "$b: preempted and resumed inside a FREE's write" "no kpp_shards symbol (nm)"
+	else
+		out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_resume" "$off" 2>&1); rc=$?
+		[ $rc = 0 ] && grep -q '^resumed: free done 1, .*emitters 0$' <<<"$out" &&
+			tap_ok "$b: preempted and resumed inside a FREE's write: emitters back to 0" ||
+			tap_fail "$b: preempted and resumed inside a FREE's write" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
+	fi
+
+	# a handler on a sigaltstack above and below the thread's stack: a
+	# jump inside it runs no cleanup, a siglongjmp out of it the emit's
+	# (glibc orders them by address; abandon_altstack.c)
+	off=$(nm "$lib" 2>/dev/null | awk '$3 == "kpp_shards" { print $1 }')
+	for where in above below; do
+		if [ -z "$off" ]; then
+			tap_skip "$b: sigaltstack $where the thread's stack" "no kpp_shards symbol (nm)"
+			continue
+		fi
+		out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_altstack" "$off" $where 2>&1); rc=$?
+		[ $rc = 0 ] && [ "$(grep -c '^ok ' <<<"$out")" = 2 ] &&
+			tap_ok "$b: sigaltstack $where the thread's stack: a jump inside commits, one out gives up" ||
+			tap_fail "$b: sigaltstack $where the thread's stack" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
+	done
 
 	out=$(shimmed "$lib" "$d/abandon" inner 2000 2>&1); rc=$?
 	[ $rc = 0 ] && grep -q '^ok: 2000 jumps' <<<"$out" &&

@@ -167,10 +167,10 @@ bool kpp_free_record_now(const void *addr, uint64_t bytes)
 /* What an emit left for good must undo, its own level only (emit_abandon). */
 struct emit_frame {
 	struct kpp_thread *t;
-	void *outer_entry;	/* the ring entry an emit it interrupted was writing */
-	uint32_t outer_len;
+	uint32_t outer_depth;	/* ring entries the emits it interrupted were writing */
 	bool announced;
 	bool flushes;		/* inside its flush_held(), which set t->flushing */
+	bool left;		/* emit_abandon() ran: its counts are given back */
 };
 
 /*
@@ -186,11 +186,18 @@ static void emit_abandon(void *arg)
 {
 	struct emit_frame *f = arg;
 
-	kpp_pring_abandon(f->t, f->outer_entry, f->outer_len);
+	kpp_pring_abandon(f->t, f->outer_depth);
 	if (f->flushes)
 		f->t->flushing = 0;
 	f->t->emitting--;
 	atomic_fetch_sub(&kpp_shard()->emitters, 1);
+	/*
+	 * Left for good, glibc thinks; a user-level thread whose handler
+	 * jumped to its scheduler may yet be resumed here (abandon_resume.c):
+	 * then it must not give the counts back twice, nor pop a buffer
+	 * glibc has taken off already.
+	 */
+	__atomic_store_n(&f->left, true, __ATOMIC_RELAXED);
 }
 
 int kpp_emit(const void *rec, size_t size)
@@ -198,7 +205,7 @@ int kpp_emit(const void *rec, size_t size)
 	struct kpp_thread *t = &kpp_thread;
 	struct kpp_shard *shard = kpp_shard();
 	/* Inside a sampling path this thread is counted in samplers already. */
-	struct emit_frame f = { t, t->ring_entry, t->ring_len, !t->sampling, false };
+	struct emit_frame f = { t, t->ring_depth, !t->sampling, false, false };
 	struct _pthread_cleanup_buffer cb;
 	int saved = errno, ret = 0;
 
@@ -258,7 +265,7 @@ int kpp_emit(const void *rec, size_t size)
 	}
 out:
 	kpp_pring_close_fd_when_alone();
-	if (f.announced) {
+	if (f.announced && !__atomic_load_n(&f.left, __ATOMIC_RELAXED)) {
 		_pthread_cleanup_pop(&cb, 0);
 		t->emitting--;
 		atomic_fetch_sub(&shard->emitters, 1);

@@ -130,8 +130,9 @@ static void abandon(void *arg)
 	kpp_stackpool_abandon(t);
 	kpp_set_abandon(t);
 	kpp_maps_abandon(t);
-	/* the record it was writing: its emit is on the private stack */
-	kpp_pring_abandon(t, sf->outer_entry, sf->outer_len);
+	/* the records it was writing, and those of the handlers inside it:
+	 * their emits are on the private stack, with no cleanup buffer */
+	kpp_pring_abandon(t, sf->outer_depth);
 	t->flushing = 0;
 	t->sampling = 0;
 	kpp_samplers_leave();
@@ -168,8 +169,7 @@ bool kpp_sample_begin(struct kpp_thread *t, struct kpp_sample_frame *sf)
 		return false;
 	}
 	sf->t = t;
-	sf->outer_entry = t->ring_entry;
-	sf->outer_len = t->ring_len;
+	sf->outer_depth = t->ring_depth;
 	_pthread_cleanup_push(&sf->cb, abandon, sf);
 	t->sampling = 1;
 	return true;
@@ -238,7 +238,8 @@ static void new_process(bool threaded)
 		atomic_store(&kpp_shards[i].emitters, 0);
 		atomic_store(&kpp_shards[i].writes_ok, 0);
 	}
-	atomic_store(&kpp_shard()->emitters, t->emitting ? 1 : 0);
+	/* each of its nested emits (a handler's inside another) leaves once */
+	atomic_store(&kpp_shard()->emitters, (int)t->emitting);
 	atomic_store(&kpp_shard()->samplers, t->sampling ? 1 : 0);
 	atomic_store(&kpp.writes_ok, 0);
 	atomic_store(&kpp.writes_dropped, 0);

@@ -230,8 +230,7 @@ static int ring_write(const void *rec, size_t len)
 	unsigned int kind = ((const struct kpprof_record *)rec)->kind;
 	struct kpprof_pring_hdr *hdr = pr.hdr;
 	struct kpp_thread *th = &kpp_thread;
-	void *outer = th->ring_entry;	/* a handler's record inside ours */
-	uint32_t outer_len = th->ring_len;
+	uint32_t depth = th->ring_depth;	/* writes ours interrupted */
 	struct kpprof_ring_hdr *e;
 	bool kicked = false;
 
@@ -257,22 +256,30 @@ static int ring_write(const void *rec, size_t len)
 			break;
 	}
 	e = (struct kpprof_ring_hdr *)(pr.data + (h & pr.mask));
+	__atomic_store_n(&e->len, (__u32)len | KPPROF_RING_BUSY, __ATOMIC_RELAXED);
 	/*
 	 * Ours until the commit: a handler that leaves this write for good
 	 * gives it up (kpp_pring_abandon), or the drain would stop at it, the
-	 * module's for 2 s, test mode's for as long.  Cleared before the
-	 * commit: after it the space is the drain's, then another writer's.
+	 * module's for 2 s, test mode's for as long.  A level of ring_open[]
+	 * each, for a handler's write inside ours, and one inside that
+	 * (abandon_nested.c: a sampling path's cleanup gives up every level
+	 * above its own).  Announced after the BUSY word, which
+	 * kpp_pring_abandon() expects to find there; the depth before the
+	 * slot, so a handler's write in between takes the next one.
+	 * Withdrawn before the commit: after it the space is the drain's,
+	 * then another writer's.
 	 */
-	th->ring_len = (uint32_t)len;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	th->ring_entry = e;
+	th->ring_depth = depth + 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&e->len, (__u32)len | KPPROF_RING_BUSY, __ATOMIC_RELAXED);
+	if (likely(depth < KPP_RING_NEST)) {
+		th->ring_open[depth].len = (uint32_t)len;
+		th->ring_open[depth].entry = e;
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	memcpy(e + 1, rec, len);
 	memset((unsigned char *)(e + 1) + len, 0, total - sizeof(*e) - len);
-	th->ring_entry = outer;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	th->ring_len = outer_len;
+	th->ring_depth = depth;
 	/* commit: the record's bytes before the length (the drain's acquire) */
 	__atomic_store_n(&e->len, (__u32)len, __ATOMIC_RELEASE);
 	if (!kpp.test_sink && 4 * (h + total - t) >= pr.size)
@@ -387,7 +394,8 @@ static void forget(void)
 	test_sink_closed = 0;
 	/* a write a handler's fork interrupted resumes, as in the parent;
 	 * abandoned here, it is the drain's 2 s to skip, not ours to give up */
-	kpp_thread.ring_entry = NULL;
+	kpp_thread.ring_depth = 0;
+	memset(kpp_thread.ring_open, 0, sizeof(kpp_thread.ring_open));
 }
 
 /*
@@ -507,17 +515,33 @@ static void test_drain(int how)
 	kpp_sigrestore(&mask);
 }
 
-void kpp_pring_abandon(struct kpp_thread *t, void *outer, uint32_t outer_len)
+void kpp_pring_abandon(struct kpp_thread *t, uint32_t outer_depth)
 {
-	struct kpprof_ring_hdr *e = t->ring_entry;
-	uint32_t len = t->ring_len;
+	for (uint32_t i = t->ring_depth; i-- > outer_depth;) {
+		struct kpprof_ring_hdr *e;
+		uint32_t len;
 
-	t->ring_entry = outer;
-	t->ring_len = outer_len;
-	if (!e || e == outer)
-		return;
-	/* skipped by the drain, uncounted (ioctl/kpprof.h, step 3) */
-	__atomic_store_n(&e->len, len | KPPROF_RING_DISCARD, __ATOMIC_RELEASE);
+		if (i >= KPP_RING_NEST)
+			continue;	/* not recorded: the drain's 2 s */
+		e = t->ring_open[i].entry;
+		len = t->ring_open[i].len;
+		/* none yet (left between the depth and the slot), or a
+		 * parent's, gone in this fork child (forget()) */
+		if (!e)
+			continue;
+		/*
+		 * Skipped by the drain, uncounted (ioctl/kpprof.h, step 3);
+		 * only if the entry is still ours, our BUSY word there: a
+		 * handler that ran longer than the drain's 2 s before leaving
+		 * finds its entry given up and the space zeroed or another
+		 * writer's (abandon_stale.c).  That writer's own BUSY word of
+		 * the same length it overwrites at commit.
+		 */
+		__atomic_compare_exchange_n(&e->len, &(uint32_t){ len | KPPROF_RING_BUSY },
+					    len | KPPROF_RING_DISCARD, false,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	}
+	t->ring_depth = outer_depth;
 }
 
 void kpp_pring_flush(bool last)

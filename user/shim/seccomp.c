@@ -115,7 +115,7 @@ static void stop_for_filter(void)
 	struct kpp_thread *t = &kpp_thread;
 	struct kpprof_rec_note note;
 	int saved = errno, prev;
-	int self_sampling = t->guard ? 1 : 0, self_emitting = t->emitting ? 1 : 0;
+	int self_sampling = t->guard ? 1 : 0, self_emitting = (int)t->emitting;
 
 	prev = atomic_exchange(&kpp.stopped, KPP_STOP_SECCOMP);
 	if (prev || atomic_load(&kpp.ready) != 1)

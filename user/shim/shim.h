@@ -139,6 +139,9 @@ static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
  * @last_record: this thread is emitting the process's COMM (EXIT), the one
  *             record kpp.exiting lets through.
  */
+/* a record's write, a handler's inside it, and two more levels of those */
+#define KPP_RING_NEST	4
+
 struct kpp_thread {
 	uint64_t countdown;
 	uint32_t poll_only;
@@ -162,8 +165,17 @@ struct kpp_thread {
 	int map_buf;			/* maps.c record buffer held + 1, 0: none */
 	uint32_t last_record;
 	uint32_t sampling;
-	uint32_t ring_len;		/* ring_entry's record length */
-	void *ring_entry;		/* reserved in the producer ring, not committed */
+	/*
+	 * The producer ring entries this thread reserved and has not
+	 * committed, in nesting order (a handler's record inside another's):
+	 * ring_depth of them, the first KPP_RING_NEST of which are in
+	 * ring_open[] (pring.c ring_write; given up by kpp_pring_abandon).
+	 */
+	uint32_t ring_depth;
+	struct {
+		void *entry;
+		uint32_t len;
+	} ring_open[KPP_RING_NEST];
 };
 extern KPP_TLS struct kpp_thread kpp_thread KPP_HIDDEN;
 
@@ -282,13 +294,13 @@ extern void _pthread_cleanup_pop(struct _pthread_cleanup_buffer *buffer, int exe
  * struct kpp_sample_frame - a sampling path's cleanup buffer, on its
  * caller's stack (never a private one: glibc runs the buffers a longjmp
  * passes by comparing addresses on the thread's stack), and what the
- * cleanup needs: the ring entry an emit the path interrupted was writing.
+ * cleanup needs: how many ring entries the thread was writing before it
+ * (an emit the path interrupted), which the path's own writes are above.
  */
 struct kpp_sample_frame {
 	struct _pthread_cleanup_buffer cb;
 	struct kpp_thread *t;
-	void *outer_entry;
-	uint32_t outer_len;
+	uint32_t outer_depth;	/* kpp_thread.ring_depth at its start */
 };
 bool kpp_sample_begin(struct kpp_thread *t, struct kpp_sample_frame *sf) KPP_HIDDEN;
 void kpp_sample_end(struct kpp_thread *t, struct kpp_sample_frame *sf) KPP_HIDDEN;
@@ -457,11 +469,12 @@ void kpp_pring_fork_child_stopped(void) KPP_HIDDEN;
  * @last time (seccomp.c, before a filter): no sink opened after it */
 void kpp_pring_flush(bool last) KPP_HIDDEN;
 /*
- * kpp_pring_abandon - a kpp_emit() left for good: give up the entry it
- * was writing, if any (@t->ring_entry is not @outer, the one an emit it
- * interrupted was writing), and make @outer/@outer_len the current one.
+ * kpp_pring_abandon - a kpp_emit() or sampling path left for good: give up
+ * the entries the thread reserved since, those above @outer_depth in
+ * @t->ring_open[] (the ones below are the writes it interrupted), and make
+ * @outer_depth the current depth.
  */
-void kpp_pring_abandon(struct kpp_thread *t, void *outer, uint32_t outer_len) KPP_HIDDEN;
+void kpp_pring_abandon(struct kpp_thread *t, uint32_t outer_depth) KPP_HIDDEN;
 /* test mode: open the sink again (init.c; async-signal-safe): -1 or a descriptor */
 int kpp_test_sink_open(void) KPP_HIDDEN;
 void kpp_emit_comm(__u32 reason) KPP_HIDDEN;

@@ -169,14 +169,16 @@ static inline int kpp_memfd_create(const char *name, unsigned int flags)
 }
 
 /*
- * kpp_sigblock - block every signal glibc lets a program block (all but
- * its SIGCANCEL, 32, and SIGSETXID, 33: setuid() in another thread waits
- * for every thread to take the latter) and put the old mask in @old;
- * kpp_sigrestore puts it back.  The kernel's mask is 64 bits.
+ * kpp_sigblock - block every signal but glibc's SIGSETXID, 33 (setuid()
+ * in another thread waits for every thread to take it), and put the old
+ * mask in @old; kpp_sigrestore puts it back.  SIGCANCEL, 32, too, which
+ * glibc does not let a program block: an asynchronous cancellation would
+ * end the thread where it stands (abandon_cancel.c); blocked, it acts at
+ * the restore.  The kernel's mask is 64 bits.
  */
 static inline void kpp_sigblock(unsigned long *old)
 {
-	unsigned long all = ~((1UL << (32 - 1)) | (1UL << (33 - 1)));
+	unsigned long all = ~(1UL << (33 - 1));
 
 	KPP_SYS(SYS_rt_sigprocmask, SIG_BLOCK, &all, old, sizeof(all), 0, 0);
 }

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Two emits nested in one thread (a FREE's ring write, interrupted by a
+ * handler whose free() emits another FREE) and a fork() from a second
+ * handler inside the inner write (test mode, KPPROF_TEST_RING=1, rate 1).
+ * The child's count of threads inside kpp_emit() (what seccomp.c and
+ * kpp_fini() wait for) must come back to 0 once both emits are done, as
+ * the parent's does.
+ *
+ * As abandon_ring.c, this program exports its own memcpy, which the shim's
+ * ring write calls between reserving an entry and committing it.
+ *
+ * usage: abandon_forkcount SHARDS_OFFSET   (nm's value of kpp_shards in
+ *                                           libkpprof.so, hex)
+ * Prints "parent emitters N" and "child emitters N"; exit 0 if both are 0.
+ */
+#include <link.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "kpprof.h"
+
+static uintptr_t ring_lo, ring_hi;
+static volatile int depth;	/* FREE copies into the ring seen, while armed */
+static volatile int armed;
+static void *volatile inner;	/* the handler's sampled block */
+static const unsigned char *shards;
+static volatile pid_t child;
+
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+void *memcpy(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+
+	if (armed && (uintptr_t)dst >= ring_lo && (uintptr_t)dst < ring_hi &&
+	    n == sizeof(struct kpprof_rec_free)) {
+		if (++depth == 1) {
+			raise(SIGUSR1);		/* its free() emits inside ours */
+		} else {
+			armed = 0;
+			child = fork();
+		}
+	}
+	while (n--)
+		*d++ = *s++;
+	return dst;
+}
+
+static void handler(int sig)
+{
+	(void)sig;
+	free(inner);
+}
+
+static int find_ring(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (strstr(line, "kpprof-test-ring") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
+			if (!ring_lo || lo < ring_lo)
+				ring_lo = lo;
+			if (hi > ring_hi)
+				ring_hi = hi;
+		}
+	}
+	fclose(f);
+	return ring_hi ? 0 : -1;
+}
+
+static int find_shim(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	if (strstr(info->dlpi_name, "libkpprof"))
+		*(uintptr_t *)arg = info->dlpi_addr;
+	return 0;
+}
+
+static int emitters(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < 16; i++)
+		n += *(volatile const int *)(shards + 64 * i + sizeof(int));
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	uintptr_t base = 0, off = argc > 1 ? strtoul(argv[1], NULL, 16) : 0;
+	void *volatile warm = malloc(100), *volatile p;
+	int st, n;
+
+	free(warm);
+	dl_iterate_phdr(find_shim, &base);
+	if (!base || !off || find_ring() || signal(SIGUSR1, handler) == SIG_ERR) {
+		fprintf(stderr, "abandon_forkcount: setup (KPPROF_TEST_RING=1? offset?)\n");
+		return 2;
+	}
+	shards = (const unsigned char *)(base + off);
+	inner = malloc(48);
+	p = malloc(64);
+	armed = 1;
+	free(p);
+	n = emitters();
+	if (child == 0) {
+		printf("child emitters %d\n", n);
+		fflush(stdout);
+		_exit(n == 0 ? 0 : 1);
+	}
+	if (child < 0 || waitpid(child, &st, 0) != child) {
+		fprintf(stderr, "abandon_forkcount: no child\n");
+		return 2;
+	}
+	printf("parent emitters %d\n", n);
+	return n == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
