@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include "abandon_lib.h"
 #include "kpprof.h"
 
-static uintptr_t ring_lo, ring_hi;
 static volatile int armed, leave;
 static volatile uint32_t *entry;
 static sigjmp_buf out;
@@ -63,23 +63,6 @@ static void handler(int sig)
 		siglongjmp(out, 1);	/* leaves the emit for good */
 }
 
-static int find_shim(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	if (strstr(info->dlpi_name, "libkpprof"))
-		*(uintptr_t *)arg = info->dlpi_addr;
-	return 0;
-}
-
-static int emitters(void)
-{
-	int n = 0;
-
-	for (int i = 0; i < 16; i++)
-		n += *(volatile const int *)(shards + 64 * i + sizeof(int));
-	return n;
-}
-
 static void *thread(void *arg)
 {
 	struct sigaction sa = { .sa_handler = handler, .sa_flags = SA_ONSTACK };
@@ -101,7 +84,7 @@ static void *thread(void *arg)
 			armed = 1;
 			free(p);
 		}
-		n = emitters();
+		n = shim_emitters(shards);
 		bad |= !entry || *entry != want || n;
 		printf("%s %s: entry 0x%08x (want 0x%08x), emitters %d\n",
 		       entry && *entry == want && !n ? "ok" : "not ok",
@@ -115,27 +98,13 @@ int main(int argc, char **argv)
 {
 	uintptr_t base = 0, off = argc > 1 ? strtoul(argv[1], NULL, 16) : 0;
 	void *volatile warm = malloc(100);
-	char line[512];
 	pthread_t t;
 	void *r;
-	FILE *f;
 
 	free(warm);
 	above = argc > 2 && !strcmp(argv[2], "above");
-	dl_iterate_phdr(find_shim, &base);
-	f = fopen("/proc/self/maps", "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (strstr(line, "kpprof-test-ring") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
-			if (!ring_lo || lo < ring_lo)
-				ring_lo = lo;
-			if (hi > ring_hi)
-				ring_hi = hi;
-		}
-	}
-	if (f)
-		fclose(f);
+	base = shim_base();
+	find_ring();
 	if (!base || !off || !ring_hi) {
 		fprintf(stderr, "abandon_altstack: setup (KPPROF_TEST_RING=1? offset?)\n");
 		return 2;

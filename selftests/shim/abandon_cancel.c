@@ -16,15 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "abandon_lib.h"
 #include "kpprof.h"
-
-static int find_shim(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	if (strstr(info->dlpi_name, "libkpprof"))
-		*(uintptr_t *)arg = info->dlpi_addr;
-	return 0;
-}
 
 static void *worker(void *arg)
 {
@@ -44,7 +37,7 @@ int main(int argc, char **argv)
 	uintptr_t base = 0, off = argc > 2 ? strtoul(argv[2], NULL, 16) : 0;
 	volatile int *draining = NULL;
 
-	dl_iterate_phdr(find_shim, &base);
+	base = shim_base();
 	if (base && off)
 		draining = (volatile int *)(base + off);
 

@@ -22,9 +22,9 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "abandon_lib.h"
 #include "kpprof.h"
 
-static uintptr_t ring_lo, ring_hi;
 static volatile int depth;	/* FREE copies into the ring seen, while armed */
 static volatile int armed;
 static void *volatile inner;	/* the handler's sampled block */
@@ -57,44 +57,6 @@ static void handler(int sig)
 	free(inner);
 }
 
-static int find_ring(void)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (strstr(line, "kpprof-test-ring") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
-			if (!ring_lo || lo < ring_lo)
-				ring_lo = lo;
-			if (hi > ring_hi)
-				ring_hi = hi;
-		}
-	}
-	fclose(f);
-	return ring_hi ? 0 : -1;
-}
-
-static int find_shim(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	if (strstr(info->dlpi_name, "libkpprof"))
-		*(uintptr_t *)arg = info->dlpi_addr;
-	return 0;
-}
-
-static int emitters(void)
-{
-	int n = 0;
-
-	for (int i = 0; i < 16; i++)
-		n += *(volatile const int *)(shards + 64 * i + sizeof(int));
-	return n;
-}
-
 int main(int argc, char **argv)
 {
 	uintptr_t base = 0, off = argc > 1 ? strtoul(argv[1], NULL, 16) : 0;
@@ -102,7 +64,7 @@ int main(int argc, char **argv)
 	int st, n;
 
 	free(warm);
-	dl_iterate_phdr(find_shim, &base);
+	base = shim_base();
 	if (!base || !off || find_ring() || signal(SIGUSR1, handler) == SIG_ERR) {
 		fprintf(stderr, "abandon_forkcount: setup (KPPROF_TEST_RING=1? offset?)\n");
 		return 2;
@@ -112,7 +74,7 @@ int main(int argc, char **argv)
 	p = malloc(64);
 	armed = 1;
 	free(p);
-	n = emitters();
+	n = shim_emitters(shards);
 	if (child == 0) {
 		printf("child emitters %d\n", n);
 		fflush(stdout);

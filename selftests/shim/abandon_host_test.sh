@@ -27,6 +27,27 @@ shimmed() {
 		KPPROF_TEST_SINK=$tmp/sink LD_PRELOAD=$lib timeout -s KILL $T "$@"
 }
 
+# ring_case LIB SYMBOL PATTERN WHAT PROG [ARG...]: PROG under LIB in test
+# mode with the emulated ring, each ARG "OFF" replaced by the offset of the
+# shim's SYMBOL (nm: the program reads the shim's state there); passes if
+# it exits 0 and prints a line matching PATTERN; skipped without SYMBOL.
+ring_case() {
+	local lib=$1 sym=$2 pat=$3 what="$(basename "$1"): $4" off out rc a
+	local args=()
+	shift 4
+	off=$(nm "$lib" 2>/dev/null | awk -v s="$sym" '$3 == s { print $1 }')
+	if [ -z "$off" ]; then
+		tap_skip "$what" "no $sym symbol (nm)"
+		return
+	fi
+	for a in "$@"; do
+		[ "$a" = OFF ] && args+=("$off") || args+=("$a")
+	done
+	out=$(KPPROF_TEST_RING=1 shimmed "$lib" "${args[@]}" 2>&1); rc=$?
+	[ $rc = 0 ] && grep -q "$pat" <<<"$out" && tap_ok "$what" ||
+		tap_fail "$what" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
+}
+
 for lib in "$@"; do
 	lib=$(realpath "$lib")
 	b=$(basename "$lib")
@@ -81,54 +102,30 @@ for lib in "$@"; do
 	# (abandon_cancel.c; the records after are not the test: a cancel in
 	# the few instructions around a reservation leaves an entry to the
 	# drain's 2 s)
-	off=$(nm "$lib" 2>/dev/null | awk '$3 == "test_draining" { print $1 }')
-	if [ -z "$off" ]; then
-		tap_skip "$b: asynchronous cancellation and the drain" "no test_draining symbol (nm)"
-	else
-		out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_cancel" 200 "$off" 2>&1); rc=$?
-		[ $rc = 0 ] && grep -q '^test_draining 0,' <<<"$out" &&
-			tap_ok "$b: 200 threads cancelled asynchronously: the drain not left busy" ||
-			tap_fail "$b: asynchronous cancellation and the drain" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
-	fi
+	ring_case "$lib" test_draining '^test_draining 0,' \
+		"200 threads cancelled asynchronously: the drain not left busy" \
+		"$d/abandon_cancel" 200 OFF
 
 	# a fork from a handler inside two nested emits: the child's count of
 	# emitters (seccomp.c and kpp_fini() wait for it) ends at 0, not -1
-	off=$(nm "$lib" 2>/dev/null | awk '$3 == "kpp_shards" { print $1 }')
-	if [ -z "$off" ]; then
-		tap_skip "$b: fork inside nested emits" "no kpp_shards symbol (nm)"
-	else
-		out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_forkcount" "$off" 2>&1); rc=$?
-		[ $rc = 0 ] && grep -q '^child emitters 0$' <<<"$out" &&
-			tap_ok "$b: fork inside nested emits: the child's emitters back to 0" ||
-			tap_fail "$b: fork inside nested emits" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
-	fi
+	ring_case "$lib" kpp_shards '^child emitters 0$' \
+		"fork inside nested emits: the child's emitters back to 0" \
+		"$d/abandon_forkcount" OFF
 
 	# a user-level thread preempted inside a FREE's write (its handler
 	# jumps to the scheduler) and resumed: glibc ran the emit's cleanup,
 	# the resumed emit gives nothing back twice (5b2e0c5: emitters -1)
-	off=$(nm "$lib" 2>/dev/null | awk '$3 == "kpp_shards" { print $1 }')
-	if [ -z "$off" ]; then
-		tap_skip "$b: preempted and resumed inside a FREE's write" "no kpp_shards symbol (nm)"
-	else
-		out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_resume" "$off" 2>&1); rc=$?
-		[ $rc = 0 ] && grep -q '^resumed: free done 1, .*emitters 0$' <<<"$out" &&
-			tap_ok "$b: preempted and resumed inside a FREE's write: emitters back to 0" ||
-			tap_fail "$b: preempted and resumed inside a FREE's write" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
-	fi
+	ring_case "$lib" kpp_shards '^resumed: free done 1, .*emitters 0$' \
+		"preempted and resumed inside a FREE's write: emitters back to 0" \
+		"$d/abandon_resume" OFF
 
 	# a handler on a sigaltstack above and below the thread's stack: a
 	# jump inside it runs no cleanup, a siglongjmp out of it the emit's
-	# (glibc orders them by address; abandon_altstack.c)
-	off=$(nm "$lib" 2>/dev/null | awk '$3 == "kpp_shards" { print $1 }')
+	# (glibc orders them by address; abandon_altstack.c exits 0 if both)
 	for where in above below; do
-		if [ -z "$off" ]; then
-			tap_skip "$b: sigaltstack $where the thread's stack" "no kpp_shards symbol (nm)"
-			continue
-		fi
-		out=$(KPPROF_TEST_RING=1 shimmed "$lib" "$d/abandon_altstack" "$off" $where 2>&1); rc=$?
-		[ $rc = 0 ] && [ "$(grep -c '^ok ' <<<"$out")" = 2 ] &&
-			tap_ok "$b: sigaltstack $where the thread's stack: a jump inside commits, one out gives up" ||
-			tap_fail "$b: sigaltstack $where the thread's stack" "rc $rc: $(grep -v '^kpprof' <<<"$out")"
+		ring_case "$lib" kpp_shards '^ok ' \
+			"sigaltstack $where the thread's stack: a jump inside commits, one out gives up" \
+			"$d/abandon_altstack" OFF $where
 	done
 
 	out=$(shimmed "$lib" "$d/abandon" inner 2000 2>&1); rc=$?

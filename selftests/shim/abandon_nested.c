@@ -21,9 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "abandon_lib.h"
 #include "kpprof.h"
 
-static uintptr_t ring_lo, ring_hi;
 static __thread volatile int armed;	/* 1: the ALLOC's write, 2: the FREE's */
 static __thread void *volatile inner;
 static atomic_int ended;
@@ -56,27 +56,6 @@ static void handler(int sig)
 {
 	(void)sig;
 	free(inner);	/* sampled: a FREE record, inside the ALLOC's write */
-}
-
-static int find_ring(void)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (strstr(line, "kpprof-test-ring") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
-			if (!ring_lo || lo < ring_lo)
-				ring_lo = lo;
-			if (hi > ring_hi)
-				ring_hi = hi;
-		}
-	}
-	fclose(f);
-	return ring_hi ? 0 : -1;
 }
 
 static void *worker(void *arg)

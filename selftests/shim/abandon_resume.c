@@ -33,9 +33,9 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <ucontext.h>
+#include "abandon_lib.h"
 #include "kpprof.h"
 
-static uintptr_t ring_lo, ring_hi;
 static volatile int armed;
 static volatile uint32_t *entry;
 static volatile uint64_t freed;
@@ -81,46 +81,6 @@ static void co_body(void)
 	setcontext(&main_uc);
 }
 
-static int find_ring(void)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (strstr(line, "kpprof-test-ring") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
-			if (!ring_lo || lo < ring_lo)
-				ring_lo = lo;
-			if (hi > ring_hi)
-				ring_hi = hi;
-		}
-	}
-	fclose(f);
-	return ring_hi ? 0 : -1;
-}
-
-static int find_shim(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	if (strstr(info->dlpi_name, "libkpprof"))
-		*(uintptr_t *)arg = info->dlpi_addr;
-	return 0;
-}
-
-static int emitters(void)
-{
-	int n = 0;
-
-	if (!shards)
-		return 0;
-	for (int i = 0; i < 16; i++)
-		n += *(volatile const int *)(shards + 64 * i + sizeof(int));
-	return n;
-}
-
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_sigaction = preempt, .sa_flags = SA_SIGINFO };
@@ -132,7 +92,7 @@ int main(int argc, char **argv)
 	uint32_t w;
 
 	free(warm);
-	dl_iterate_phdr(find_shim, &base);
+	base = shim_base();
 	if (base && off)
 		shards = (const unsigned char *)(base + off);
 	if (stack == MAP_FAILED || find_ring() || sigaction(SIGUSR1, &sa, NULL)) {
@@ -151,7 +111,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	w = *entry;
-	printf("preempted: entry len word 0x%08x, emitters %d\n", w, emitters());
+	printf("preempted: entry len word 0x%08x, emitters %d\n", w, shim_emitters(shards));
 	/* records of our own for up to 1 s: the emulated drain runs every 10 ms */
 	for (int i = 0; i < 1000 && *entry == w; i++) {
 		struct timespec ms = { 0, 1000000 };
@@ -167,7 +127,7 @@ int main(int argc, char **argv)
 		setcontext(&saved_uc);
 	}
 	printf("resumed: free done %d, entry len word 0x%08x, emitters %d\n", co_done, *entry,
-	       emitters());
+	       shim_emitters(shards));
 	printf("freed 0x%llx\n", (unsigned long long)freed);
-	return co_done && !emitters() ? 0 : 1;
+	return co_done && !shim_emitters(shards) ? 0 : 1;
 }

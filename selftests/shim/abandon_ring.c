@@ -30,9 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "seccomp_allow.h"
+#include "abandon_lib.h"
 #include "kpprof.h"
 
-static uintptr_t ring_lo, ring_hi;
 /* volatile: GCC takes malloc and free for leaf calls, which cannot reach
  * this memcpy, and would drop the worker's store as dead */
 static __thread volatile int armed;	/* 1: FREE record, 2: ALLOC record */
@@ -55,32 +55,6 @@ void *memcpy(void *dst, const void *src, size_t n)
 	while (n--)
 		*d++ = *s++;
 	return dst;
-}
-
-/*
- * Where is the producer ring?  Mapped by the first sample: the memfd of
- * the emulated one, or /dev/kpprof's (abandon_ring_vm_test.sh).
- */
-static int find_ring(void)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if ((strstr(line, "kpprof-test-ring") || strstr(line, " /dev/kpprof")) &&
-		    sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
-			if (!ring_lo || lo < ring_lo)
-				ring_lo = lo;
-			if (hi > ring_hi)
-				ring_hi = hi;
-		}
-	}
-	fclose(f);
-	return ring_hi ? 0 : -1;
 }
 
 static void *worker(void *arg)

@@ -26,11 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "abandon_lib.h"
 #include "kpprof.h"
 
 enum { WAIT_X, WAIT_WRAP, VICTIM, DONE, FAILED };
 
-static uintptr_t ring_lo, ring_hi;
 static __thread volatile int role;	/* 1: X, 2: Y */
 static atomic_int state = WAIT_X, go, x_done, stop;
 static unsigned char *stale;		/* X's entry */
@@ -97,27 +97,6 @@ void *memcpy(void *dst, const void *src, size_t n)
 	while (n--)
 		*d++ = *s++;
 	return dst;
-}
-
-static int find_ring(void)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-
-		if (strstr(line, "kpprof-test-ring") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
-			if (!ring_lo || lo < ring_lo)
-				ring_lo = lo;
-			if (hi > ring_hi)
-				ring_hi = hi;
-		}
-	}
-	fclose(f);
-	return ring_hi ? 0 : -1;
 }
 
 static void x_gone(void *arg)
