@@ -39,17 +39,13 @@ __attribute__((optimize("no-tree-loop-distribute-patterns")))
 void *memcpy(void *dst, const void *src, size_t n)
 {
 	unsigned char *d = dst;
-	const unsigned char *s = src;
 
-	if (armed && (uintptr_t)dst >= ring_lo && (uintptr_t)dst < ring_hi &&
-	    n == sizeof(struct kpprof_rec_free)) {
+	if (armed && in_ring(dst) && n == sizeof(struct kpprof_rec_free)) {
 		armed = 0;
 		entry = (volatile uint32_t *)(d - sizeof(struct kpprof_ring_hdr));
 		raise(SIGUSR1);
 	}
-	while (n--)
-		*d++ = *s++;
-	return dst;
+	return copy_bytes(dst, src, n);
 }
 
 static void handler(int sig)

@@ -34,11 +34,7 @@ static volatile pid_t child;
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 void *memcpy(void *dst, const void *src, size_t n)
 {
-	unsigned char *d = dst;
-	const unsigned char *s = src;
-
-	if (armed && (uintptr_t)dst >= ring_lo && (uintptr_t)dst < ring_hi &&
-	    n == sizeof(struct kpprof_rec_free)) {
+	if (armed && in_ring(dst) && n == sizeof(struct kpprof_rec_free)) {
 		if (++depth == 1) {
 			raise(SIGUSR1);		/* its free() emits inside ours */
 		} else {
@@ -46,9 +42,7 @@ void *memcpy(void *dst, const void *src, size_t n)
 			child = fork();
 		}
 	}
-	while (n--)
-		*d++ = *s++;
-	return dst;
+	return copy_bytes(dst, src, n);
 }
 
 static void handler(int sig)

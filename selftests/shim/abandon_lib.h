@@ -9,6 +9,8 @@
 #define KPP_ABANDON_LIB_H
 
 #include <link.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,6 +39,27 @@ static inline int find_ring(void)
 	}
 	fclose(f);
 	return ring_hi ? 0 : -1;
+}
+
+/* whether @dst is inside the ring: a memcpy the shim's ring write makes */
+static inline bool in_ring(const void *dst)
+{
+	return ring_lo && (uintptr_t)dst >= ring_lo && (uintptr_t)dst < ring_hi;
+}
+
+/*
+ * The plain copy each program's own memcpy (which the shim's calls bind
+ * to) ends with; not a loop GCC may turn back into a memcpy call.
+ */
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+static inline void *copy_bytes(void *dst, const void *src, size_t n)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+
+	while (n--)
+		*d++ = *s++;
+	return dst;
 }
 
 static inline int shim_base_cb(struct dl_phdr_info *info, size_t size, void *arg)

@@ -33,10 +33,9 @@ __attribute__((optimize("no-tree-loop-distribute-patterns")))
 void *memcpy(void *dst, const void *src, size_t n)
 {
 	unsigned char *d = dst;
-	const unsigned char *s = src;
 	int free_rec = n == sizeof(struct kpprof_rec_free);
 
-	if (armed && (uintptr_t)dst >= ring_lo && (uintptr_t)dst < ring_hi) {
+	if (armed && in_ring(dst)) {
 		if (armed == 1 && !free_rec) {
 			armed = 2;
 			outer_entry = (volatile uint32_t *)(d - sizeof(struct kpprof_ring_hdr));
@@ -47,9 +46,7 @@ void *memcpy(void *dst, const void *src, size_t n)
 			pthread_exit(NULL);
 		}
 	}
-	while (n--)
-		*d++ = *s++;
-	return dst;
+	return copy_bytes(dst, src, n);
 }
 
 static void handler(int sig)

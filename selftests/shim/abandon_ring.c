@@ -42,19 +42,14 @@ static atomic_int ended_free, ended_alloc;
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 void *memcpy(void *dst, const void *src, size_t n)
 {
-	unsigned char *d = dst;
-	const unsigned char *s = src;
 	bool free_rec = n == sizeof(struct kpprof_rec_free);
 
-	if (armed && (uintptr_t)dst >= ring_lo && (uintptr_t)dst < ring_hi &&
-	    (armed == 1) == free_rec) {
+	if (armed && in_ring(dst) && (armed == 1) == free_rec) {
 		armed = 0;
 		atomic_fetch_add(free_rec ? &ended_free : &ended_alloc, 1);
 		pthread_exit(NULL);
 	}
-	while (n--)
-		*d++ = *s++;
-	return dst;
+	return copy_bytes(dst, src, n);
 }
 
 static void *worker(void *arg)

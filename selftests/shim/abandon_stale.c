@@ -56,12 +56,10 @@ __attribute__((optimize("no-tree-loop-distribute-patterns")))
 void *memcpy(void *dst, const void *src, size_t n)
 {
 	unsigned char *d = dst, *e = d - sizeof(struct kpprof_ring_hdr);
-	const unsigned char *s = src;
 	size_t total = (sizeof(struct kpprof_ring_hdr) + n + 7) & ~(size_t)7;
 	size_t size = (ring_hi - ring_lo - 4096) / 2;
-	bool in_ring = ring_lo && (uintptr_t)dst >= ring_lo && (uintptr_t)dst < ring_hi;
 
-	if (in_ring && role == 1 && n == sizeof(struct kpprof_rec_free) &&
+	if (in_ring(dst) && role == 1 && n == sizeof(struct kpprof_rec_free) &&
 	    atomic_load(&state) == WAIT_X) {
 		role = 0;
 		stale = e;
@@ -71,7 +69,7 @@ void *memcpy(void *dst, const void *src, size_t n)
 			atomic_store(&state, FAILED);
 		pthread_exit(NULL);
 	}
-	if (in_ring && role == 2) {
+	if (in_ring(dst) && role == 2) {
 		int st = atomic_load(&state);
 
 		if (st == WAIT_WRAP && covers(e, total, stale, size)) {
@@ -94,9 +92,7 @@ void *memcpy(void *dst, const void *src, size_t n)
 			}
 		}
 	}
-	while (n--)
-		*d++ = *s++;
-	return dst;
+	return copy_bytes(dst, src, n);
 }
 
 static void x_gone(void *arg)
