@@ -223,10 +223,16 @@ static int setup(void *hint)
 
 static void test_drain(int how);
 
+/* entry_size - an entry's bytes in the ring: header, record, padding to 8 */
+static inline uint64_t entry_size(uint64_t len)
+{
+	return (sizeof(struct kpprof_ring_hdr) + len + 7) & ~7ULL;
+}
+
 /* ring_write - the producer protocol; 0 or ENOBUFS (counted in lost[]) */
 static int ring_write(const void *rec, size_t len)
 {
-	uint64_t total = (sizeof(struct kpprof_ring_hdr) + len + 7) & ~7ULL, h, t;
+	uint64_t total = entry_size(len), h, t;
 	unsigned int kind = ((const struct kpprof_record *)rec)->kind;
 	struct kpprof_pring_hdr *hdr = pr.hdr;
 	struct kpp_thread *th = &kpp_thread;
@@ -347,7 +353,7 @@ void kpp_pring_close_fd_when_alone(void)
  */
 bool kpp_pring_wait_room(size_t len, uint64_t max_ns)
 {
-	uint64_t total = (sizeof(struct kpprof_ring_hdr) + len + 7) & ~7ULL, t0 = 0;
+	uint64_t total = entry_size(len), t0 = 0;
 	struct timespec ms = { .tv_nsec = 1000000 };
 
 	if (!kpp_pring_mapped())
@@ -467,7 +473,7 @@ static void test_drain(int how)
 		for (n = 0; t != head && n < TEST_DRAIN_BATCH;) {
 			struct kpprof_ring_hdr *e = (void *)(pr.data + (t & pr.mask));
 			__u32 w = __atomic_load_n(&e->len, __ATOMIC_ACQUIRE);
-			uint64_t total = (sizeof(*e) + (w & KPPROF_RING_LEN_MASK) + 7) & ~7ULL;
+			uint64_t total = entry_size(w & KPPROF_RING_LEN_MASK);
 
 			if (!w || (w & KPPROF_RING_BUSY)) {
 				/* not committed: the module's rule, 2 s */
