@@ -25,6 +25,10 @@
  *                    heavily; survive (finding 7)
  *   seccomp-exec     the same filter plus what a starting program needs,
  *                    then exec "seccomp-child": it starts filtered
+ *   seccomp-full N   N allocations into rings no one reads (run under
+ *                    shim_reader --stall-until-signal), the filter (plus
+ *                    kill), SIGUSR1 to the reader, exit: the NOTE went
+ *                    into a full ring
  *   dup2             put a regular file on the shim's /dev/kpprof number,
  *                    allocate; the file must stay empty
  *   dup2race MS      swap a regular file and the device on that number
@@ -385,13 +389,16 @@ static int install_filter(int how, int exec)
 		ALLOW(exec ? __NR_getpid : __NR_brk),
 		ALLOW(exec ? __NR_gettid : __NR_brk),
 		ALLOW(exec ? __NR_rt_sigaction : __NR_brk),
+		/* seccomp-full: tell the reader */
+		ALLOW(how == 'f' ? __NR_kill : __NR_brk),
+		ALLOW(how == 'f' ? __NR_getppid : __NR_brk),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 	};
 	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
-	if (how == 'p')
+	if (how != 's')
 		return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
 	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
 			    SECCOMP_FILTER_FLAG_TSYNC, &prog);
@@ -440,6 +447,25 @@ static int do_seccomp(int how)
 		pthread_join(t, NULL);
 	}
 	exit(0);	/* destructors run, stdout is empty: no write */
+}
+
+/*
+ * seccomp-full: the filter goes in while the rings are full (the reader
+ * reads nothing before our SIGUSR1), so the shim's NOTE meets a full ring
+ * and its bounded wait for a drain runs out; only room kept for it
+ * (pring.c room_for()) lets it in.  The rings are full before the filter
+ * when the reader says it had dropped records by the signal.
+ */
+static int do_seccomp_full(long n)
+{
+	for (long i = 0; i < n; i++)
+		keep(malloc(100));
+	fflush(stdout);
+	if (install_filter('f', 0))
+		return printf("fail seccomp: %s\n", strerror(errno)), 1;
+	if (kill(getppid(), SIGUSR1))
+		exit(3);
+	exit(0);	/* the reader drains what is left after we exit */
 }
 
 static int do_seccomp_exec(char *self)
@@ -761,6 +787,8 @@ int main(int argc, char **argv)
 		return do_seccomp('p');
 	if (!strcmp(s, "seccomp-syscall"))
 		return do_seccomp('s');
+	if (!strcmp(s, "seccomp-full"))
+		return do_seccomp_full(n);
 	if (!strcmp(s, "seccomp-exec"))
 		return do_seccomp_exec(argv[0]);
 	if (!strcmp(s, "seccomp-child")) {

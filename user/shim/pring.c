@@ -229,11 +229,34 @@ static inline uint64_t entry_size(uint64_t len)
 	return (sizeof(struct kpprof_ring_hdr) + len + 7) & ~7ULL;
 }
 
+/*
+ * room_for - the bytes a record of @kind may fill the ring up to.  Samples
+ * stop short of the last MARK_RESERVE bytes; the records that mark a turn
+ * in the process's life (COMM: start, fork, exec, exit; NOTE: sampling
+ * stopped, no heap profile) may use them.  They are a few per process and
+ * the collector's only word of that turn, and they come when a ring is
+ * most likely full (a flood before a sandbox goes in, an exit): without
+ * the reserve a full ring lost them and the process looked alive, or
+ * sampled, for ever (safety_vm_test.sh seccomp-full).
+ */
+#define MARK_RESERVE (4 * entry_size(sizeof(struct kpprof_rec_comm) > \
+				     sizeof(struct kpprof_rec_note) ? \
+				     sizeof(struct kpprof_rec_comm) : \
+				     sizeof(struct kpprof_rec_note)))
+
+static inline uint64_t room_for(unsigned int kind)
+{
+	if (kind == KPPROF_REC_COMM || kind == KPPROF_REC_NOTE)
+		return pr.size;
+	return pr.size - MARK_RESERVE;
+}
+
 /* ring_write - the producer protocol; 0 or ENOBUFS (counted in lost[]) */
 static int ring_write(const void *rec, size_t len)
 {
 	uint64_t total = entry_size(len), h, t;
 	unsigned int kind = ((const struct kpprof_record *)rec)->kind;
+	uint64_t room = room_for(kind);
 	struct kpprof_pring_hdr *hdr = pr.hdr;
 	struct kpp_thread *th = &kpp_thread;
 	uint32_t depth = th->ring_depth;	/* writes ours interrupted */
@@ -243,7 +266,7 @@ static int ring_write(const void *rec, size_t len)
 	h = __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE);
 	for (;;) {
 		t = __atomic_load_n(&hdr->tail, __ATOMIC_ACQUIRE);
-		if (h + total - t > pr.size) {
+		if (h + total - t > room) {
 			/* full: one kick (if the last one moved the tail), one retry */
 			if (!kpp.test_sink && !kicked && kick(t)) {
 				kicked = true;
@@ -362,7 +385,7 @@ bool kpp_pring_wait_room(size_t len, uint64_t max_ns)
 		uint64_t h = __atomic_load_n(&pr.hdr->head, __ATOMIC_ACQUIRE);
 		uint64_t t = __atomic_load_n(&pr.hdr->tail, __ATOMIC_ACQUIRE);
 
-		if (h + total - t <= pr.size)
+		if (h + total - t <= room_for(KPPROF_REC_NOTE))
 			return true;
 		if (!t0)
 			t0 = kpp_now_ns();
