@@ -229,7 +229,7 @@ static long kpp_ioctl_get_info(void __user *uarg, size_t usize)
 		.page_size = PAGE_SIZE,
 		.features = KPPROF_FEAT_CONFIG_PAGE | KPPROF_FEAT_RING_MMAP |
 			    KPPROF_FEAT_FORMAT_TEXT | KPPROF_FEAT_SUBMIT_IOCTL |
-			    KPPROF_FEAT_PRING,
+			    KPPROF_FEAT_PRING | KPPROF_FEAT_DOORBELL,
 		.ring_size = kpp_dev.ring.size,
 		.max_record_size = KPP_RECORD_SIZE_MAX,
 		.producer_gid = READ_ONCE(kpp_dev.producer_gid),
@@ -241,6 +241,8 @@ static long kpp_ioctl_get_info(void __user *uarg, size_t usize)
 		.pring_data_off = PAGE_SIZE,
 		.pring_map_len = PAGE_SIZE + 2 * kpp_dev.pring_size,
 		.pring_total_max = kpp_dev.pring_total_max,
+		.doorbell_pgoff = KPPROF_PGOFF_DOORBELL,
+		.doorbell_map_len = kpp_doorbell_map_len(),
 	};
 
 	return kpp_copy_struct_out(uarg, usize, &info, sizeof(info));
@@ -277,6 +279,7 @@ static long kpp_ioctl_get_stats(void __user *uarg, size_t usize)
 	st.pring_lost = kpp_pring_lost_total();
 	st.pring_invalid = atomic64_read(&kpp_dev.pring_invalid);
 	st.pring_refused = atomic64_read(&kpp_dev.pring_refused);
+	st.pring_doorbells = atomic64_read(&kpp_dev.pring_doorbells);
 	return kpp_copy_struct_out(uarg, usize, &st, sizeof(st));
 }
 
@@ -399,7 +402,7 @@ static long kpp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	BUILD_BUG_ON(sizeof(struct kpprof_config) != KPPROF_CONFIG_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct kpprof_info) != KPPROF_INFO_SIZE_VER1);
-	BUILD_BUG_ON(sizeof(struct kpprof_stats) != KPPROF_STATS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct kpprof_stats) != KPPROF_STATS_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct kpprof_format_arg) != KPPROF_FORMAT_ARG_SIZE_VER0);
 
 	/* commands without a size first: they must match exactly */
@@ -474,6 +477,8 @@ static int kpp_mmap(struct file *file, struct vm_area_struct *vma)
 		return kpp_config_mmap(&kpp_dev.config, vma);
 	if (vma->vm_pgoff == KPPROF_PGOFF_PRING)
 		return kpp_pring_mmap(file->private_data, file, vma);
+	if (vma->vm_pgoff == KPPROF_PGOFF_DOORBELL)
+		return kpp_doorbell_mmap(file->private_data, file, vma);
 	if (vma->vm_pgoff != KPPROF_PGOFF_CONSUMER &&
 	    vma->vm_pgoff != KPPROF_PGOFF_PRODUCER)
 		return -EINVAL;

@@ -44,10 +44,11 @@
  * refuses stays in its producer's ring (for a full consumer ring the
  * drain stops; for a uid over its share, only that ring is skipped).
  *
- * Cadence: a producer cannot ask for a drain (a sandbox the shim cannot
- * see may forbid any syscall once its ring is mapped), so the periodic
- * drain watches the rings: every drain_period_ms, or after one jiffy while
- * a ring was found at least a quarter full or the passes ran out.
+ * Cadence: the periodic drain watches the rings: every drain_period_ms,
+ * or after one jiffy while a ring was found at least a quarter full or
+ * the passes ran out.  A producer asks for a drain with a page fault on
+ * its doorbell (doorbell.c, kpp_pring_doorbell()), which a sandbox the
+ * shim cannot see cannot forbid, as it may forbid KPPROF_IOC_KICK.
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
@@ -641,6 +642,27 @@ void kpp_pring_kick(void)
 	mutex_unlock(&kpp_dev.prings_lock);
 }
 
+/**
+ * kpp_pring_doorbell - a producer rang its doorbell (doorbell.c): bring
+ * the next drain of every ring forward, to the next jiffy at the latest.
+ * From a page fault, under the mmap lock or the vma's lock: it must not
+ * sleep nor take prings_lock (a drain holds it for long), so it only
+ * queues @drain_work.  Not before @doorbell_next, the jiffy after the
+ * last drain began: a producer that faults in a loop makes the drain run
+ * once a jiffy at most; the work stays queued, and a drain it was brought forward to takes
+ * every record committed by then.  Unlike KPPROF_IOC_KICK, which drains
+ * the caller's own rings in its context, the drain runs in the
+ * workqueue: its cost, O(rings), is bounded by that rate.
+ */
+void kpp_pring_doorbell(void)
+{
+	unsigned long now = jiffies, next = READ_ONCE(kpp_dev.doorbell_next);
+
+	atomic64_inc(&kpp_dev.pring_doorbells);
+	mod_delayed_work(system_wq, &kpp_dev.drain_work,
+			 time_after(next, now) ? next - now : 0);
+}
+
 /* kpp_pring_mm_unhash - @p gives up its mm (under prings_lock) */
 static void kpp_pring_mm_unhash(struct kpp_pring *p)
 {
@@ -762,6 +784,8 @@ void kpp_pring_release(struct kpp_file *kf)
 
 static void kpp_pring_drain_fn(struct work_struct *work)
 {
+	/* a doorbell rung from now on waits for the next jiffy */
+	WRITE_ONCE(kpp_dev.doorbell_next, jiffies + 1);
 	kpp_pring_drain_all();
 	/* kpp_pring_drain_stop() cancels us synchronously */
 	if (READ_ONCE(kpp_dev.drain_on))

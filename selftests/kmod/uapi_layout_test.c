@@ -20,7 +20,8 @@ TEST(published_sizes_match_structs)
 	EXPECT_EQ(KPPROF_CONFIG_SIZE_VER0, sizeof(struct kpprof_config));
 	EXPECT_EQ(KPPROF_INFO_SIZE_VER1, sizeof(struct kpprof_info));
 	EXPECT_EQ(KPPROF_INFO_SIZE_VER0, offsetof(struct kpprof_info, pring_size));
-	EXPECT_EQ(KPPROF_STATS_SIZE_VER0, sizeof(struct kpprof_stats));
+	EXPECT_EQ(KPPROF_STATS_SIZE_VER1, sizeof(struct kpprof_stats));
+	EXPECT_EQ(KPPROF_STATS_SIZE_VER0, offsetof(struct kpprof_stats, pring_doorbells));
 	EXPECT_EQ(KPPROF_FORMAT_ARG_SIZE_VER0, sizeof(struct kpprof_format_arg));
 	EXPECT_EQ(KPPROF_CONFIG_PAGE_SIZE_VER1, sizeof(struct kpprof_config_page));
 	EXPECT_EQ(KPPROF_CONFIG_PAGE_SIZE_VER0, offsetof(struct kpprof_config_page, size));
