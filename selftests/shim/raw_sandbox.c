@@ -15,10 +15,9 @@
  *    allows what this program needs itself (SECCOMP_ALLOW_ALLOCATING,
  *    threads, fork, write for its report), clock_gettime, which a sandbox
  *    allows and a guest whose clocksource the vDSO cannot read makes a
- *    syscall, and openat, ioctl and close: the shim's kick of a ring a
- *    quarter full (user/shim/pring.c) is those three, and a filter that
- *    forbids them still kills a process whose ring fills that fast
- *    (user/shim/README.md, "Known limits and hazards").
+ *    syscall, and openat, ioctl and close (the shim's kick of a ring a
+ *    quarter full was those three; now it is a read of a doorbell page:
+ *    strict below traps them).
  * 3. For SECONDS, in each: two threads allocate blocks of POST_BYTES and
  *    contend on one mutex.  The child then exits 0; the parent waits for
  *    it.

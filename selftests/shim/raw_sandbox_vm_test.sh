@@ -8,9 +8,8 @@
 # and contends at rate 1 (the zygote pattern: fork, sandbox, then
 # allocate).  A fork child of a parent with a ring maps its own in the
 # atfork handler, before it can sandbox itself (before: at its first
-# sample, an mmap of /dev/kpprof: SIGSYS).  The kick of a ring a quarter
-# full (open, ioctl, close of /dev/kpprof) remains, so the filter allows
-# those three.  Asserts: parent and child exit 0 (no SIGSYS), and
+# sample, an mmap of /dev/kpprof: SIGSYS).  The filter allows openat,
+# ioctl and close (doorbell_vm_test.sh traps them too).  Asserts: parent and child exit 0 (no SIGSYS), and
 # shim_reader got ALLOC records of the post-filter size (4093 bytes) from
 # both pids.
 # usage: selftests/shim/raw_sandbox_vm_test.sh [SHIM.so [SECS]]
