@@ -569,10 +569,11 @@ struct kpprof_format_arg {
  * PROT_READ only (PROT_WRITE, PROT_EXEC, MAP_PRIVATE: EPERM or EINVAL; a
  * later mprotect() to write: EACCES), by a file that may submit (as
  * SUBMIT: EACCES, EPERM), never inherited by a fork child.  Reading a
- * page that is not mapped in is a kick: the kernel brings the next drain
- * of the producer rings forward (to the next jiffy at the latest; counted
- * in kpprof_stats.pring_doorbells), maps that page in (it reads as zero)
- * and takes the other one out.  So a producer that reads page 0, then
+ * page that is not mapped in is a kick (counted in
+ * kpprof_stats.pring_doorbells): the kernel drains the caller's own rings
+ * as KPPROF_IOC_KICK does (if another drain is running, it brings the
+ * next one forward instead, to the next jiffy at the latest), maps that
+ * page in (it reads as zero) and takes the other one out.  So a producer that reads page 0, then
  * page 1, then page 0 ... kicks once per read, with no syscall: a page
  * fault, which no seccomp filter can forbid.  A read of the page the last
  * kick mapped is no kick.

@@ -7,19 +7,20 @@
  * syscall, and no filter can forbid it.
  *
  * Two pages, read-only, with no PTE at mmap time.  A read of a page that
- * is not mapped in faults here: the fault brings the producer rings' next
- * drain forward (kpp_pring_doorbell(): it queues the drain work and never
- * sleeps nor takes prings_lock, which the drain holds), then takes the
- * other page out of this mapping and maps the faulting one in.  A producer
+ * is not mapped in faults here: the fault drains the caller's own rings,
+ * as KPPROF_IOC_KICK does, if no drain holds prings_lock, and otherwise
+ * brings the next drain forward (kpp_pring_doorbell(): it never waits for
+ * the lock); then it takes the other page out of this mapping and maps
+ * the faulting one in.  A producer
  * that reads the pages alternately thus kicks once per read, and each kick
  * re-arms the page the next one reads: only this vma's own PTEs are ever
  * touched, nothing in another mm.  The page mapped in is the zero page
  * (VM_PFNMAP: no reference is taken, nothing to free).
  *
- * Cost: a hostile producer that faults in a loop pays a fault, a zap and
- * a PTE per kick, and brings the drain forward to once a jiffy at most
- * (kpp_pring_doorbell()).  KPPROF_IOC_KICK in a loop costs a syscall and
- * a drain of the caller's rings each, with no bound in the kernel.
+ * Cost: a producer that faults in a loop pays a fault, a zap, a PTE and
+ * a drain of its own rings per kick, as a KPPROF_IOC_KICK loop pays a
+ * syscall and that drain; while other drains hold the lock, it gets the
+ * drain work once a jiffy at most (kpp_pring_doorbell()).
  */
 #include <linux/mm.h>
 #include "kpp.h"

@@ -46,9 +46,10 @@
  *
  * Cadence: the periodic drain watches the rings: every drain_period_ms,
  * or after one jiffy while a ring was found at least a quarter full or
- * the passes ran out.  A producer asks for a drain with a page fault on
- * its doorbell (doorbell.c, kpp_pring_doorbell()), which a sandbox the
- * shim cannot see cannot forbid, as it may forbid KPPROF_IOC_KICK.
+ * the passes ran out.  A producer asks for a drain of its own rings with
+ * a page fault on its doorbell (doorbell.c, kpp_pring_doorbell()), which
+ * a sandbox the shim cannot see cannot forbid, as it may forbid
+ * KPPROF_IOC_KICK.
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
@@ -602,9 +603,10 @@ out:
 	return n;
 }
 
-/**
- * kpp_pring_kick - KPPROF_IOC_KICK: drain the caller's own rings (those
- * its mm mapped), a ring's worth of records at most each.  They are found
+/*
+ * kpp_pring_kick_locked - a kick (KPPROF_IOC_KICK, or a doorbell): drain
+ * the rings @mm mapped, a ring's worth of records at most each; under
+ * prings_lock.  They are found
  * in kpp_dev.prings_by_mm, never by a walk over every ring: any local user
  * may hold thousands of rings, and a kick holds the mutex every drain
  * needs, so its cost must depend on the kicker's rings only.  A kick is
@@ -614,15 +616,14 @@ out:
  * parent's rings, as the parent could; a fork child has an mm (and rings)
  * of its own.
  */
-void kpp_pring_kick(void)
+static void kpp_pring_kick_locked(struct mm_struct *mm)
 {
-	struct mm_struct *mm = current->mm;
 	struct rhlist_head *list, *pos;
 	struct kpp_pring *p, *n;
 	bool full = false;
 	LIST_HEAD(own);
 
-	mutex_lock(&kpp_dev.prings_lock);
+	lockdep_assert_held(&kpp_dev.prings_lock);
 	/*
 	 * RCU for the table's own walk only: the rings cannot go while
 	 * prings_lock is held, so they are collected and drained (which
@@ -639,26 +640,39 @@ void kpp_pring_kick(void)
 			kpp_pring_drain_one(p, p->size / KPP_SMALL_RECORD_MAX,
 					    &full);
 	}
+}
+
+/* kpp_pring_kick - KPPROF_IOC_KICK: the caller's own rings */
+void kpp_pring_kick(void)
+{
+	mutex_lock(&kpp_dev.prings_lock);
+	kpp_pring_kick_locked(current->mm);
 	mutex_unlock(&kpp_dev.prings_lock);
 }
 
 /**
- * kpp_pring_doorbell - a producer rang its doorbell (doorbell.c): bring
- * the next drain of every ring forward, to the next jiffy at the latest.
- * From a page fault, under the mmap lock or the vma's lock: it must not
- * sleep nor take prings_lock (a drain holds it for long), so it only
- * queues @drain_work.  Not before @doorbell_next, the jiffy after the
- * last drain began: a producer that faults in a loop makes the drain run
- * once a jiffy at most; the work stays queued, and a drain it was brought forward to takes
- * every record committed by then.  Unlike KPPROF_IOC_KICK, which drains
- * the caller's own rings in its context, the drain runs in the
- * workqueue: its cost, O(rings), is bounded by that rate.
+ * kpp_pring_doorbell - a producer rang its doorbell (doorbell.c), from a
+ * page fault, under the mmap lock or the vma's lock.  As KPPROF_IOC_KICK,
+ * drain the caller's own rings now, in its context, if prings_lock is
+ * free: the producer's one retry then finds room (a burst loses no more
+ * than with the syscall).  Never waits for it: a drain may hold it for
+ * long, and a trylock adds no lock order under the mmap lock.  If a
+ * drain holds it, bring the next drain forward instead (queue the drain
+ * work), not before @doorbell_next, the jiffy after the last one began:
+ * a producer that faults in a loop while others drain gets the drain
+ * work once a jiffy at most.  So a fault loop costs what a KICK loop
+ * costs: a drain of the caller's own rings each, in its own context.
  */
 void kpp_pring_doorbell(void)
 {
 	unsigned long now = jiffies, next = READ_ONCE(kpp_dev.doorbell_next);
 
 	atomic64_inc(&kpp_dev.pring_doorbells);
+	if (mutex_trylock(&kpp_dev.prings_lock)) {
+		kpp_pring_kick_locked(current->mm);
+		mutex_unlock(&kpp_dev.prings_lock);
+		return;
+	}
 	mod_delayed_work(system_wq, &kpp_dev.drain_work,
 			 time_after(next, now) ? next - now : 0);
 }
