@@ -119,6 +119,17 @@ lost=$(awk '$1 == "LOST" { n += $5 } END { print n + 0 }' "$tmp/seccomp-full.dum
 check seccomp-full "the ring was full at the filter (${lost} samples lost); NOTE SECCOMP arrived; no record after it" \
 	"$(cat "$tmp/seccomp-full.rc") == 0 && $lost > 0 && $(count seccomp-full '$1 == "NOTE" && $5 == 1') == 1 && $(after_note seccomp-full) == 0 && $(rejected seccomp-full) == 0"
 
+# The same with four failed execs first: each writes COMM EXEC and COMM
+# START, which may use that room too; eight of them must not take the
+# NOTE's (room_for(): only the last record of a process, NOTE SECCOMP or
+# COMM EXIT, may take the last entry).
+run seccomp-full-exec --mem-rate 1 --depth 1 --stall-until-signal -- \
+	"$d/safety_workload" seccomp-full-exec 60000 4
+lost=$(awk '$1 == "LOST" { n += $5 } END { print n + 0 }' "$tmp/seccomp-full-exec.dump")
+execs=$(count seccomp-full-exec '$1 == "COMM" && $5 == 2')
+check seccomp-full-exec "the ring was full at four failed execs and the filter (${lost} samples lost, ${execs} COMM EXEC in); NOTE SECCOMP arrived; no record after it" \
+	"$(cat "$tmp/seccomp-full-exec.rc") == 0 && $lost > 0 && $(count seccomp-full-exec '$1 == "NOTE" && $5 == 1') == 1 && $(after_note seccomp-full-exec) == 0 && $(rejected seccomp-full-exec) == 0"
+
 run lockfirst --mem-rate 65536 -- "$d/safety_workload" lockfirst 2000
 n=$(count lockfirst '$1 == "ALLOC" && $6 == 4096')
 # p = 1 - exp(-1/16): 121 +- 10.7 expected, 5 sd

@@ -29,6 +29,8 @@
  *                    shim_reader --stall-until-signal), the filter (plus
  *                    kill), SIGUSR1 to the reader, exit: the NOTE went
  *                    into a full ring
+ *   seccomp-full-exec N K  the same with K failed execs before the filter
+ *                    (two COMM records each)
  *   dup2             put a regular file on the shim's /dev/kpprof number,
  *                    allocate; the file must stay empty
  *   dup2race MS      swap a regular file and the device on that number
@@ -468,6 +470,30 @@ static int do_seccomp_full(long n)
 	exit(0);	/* the reader drains what is left after we exit */
 }
 
+/*
+ * seccomp-full-exec N K: as seccomp-full, with K execs that fail (no such
+ * file) between the flood and the filter.  Each failed exec writes COMM
+ * EXEC, then COMM START (exec.c), the records that may use the room kept
+ * from samples: K of them must not leave the NOTE without room.
+ */
+static int do_seccomp_full_exec(long n, long k)
+{
+	char *argv[] = { "kpprof-no-such-program", NULL };
+
+	for (long i = 0; i < n; i++)
+		keep(malloc(100));
+	for (long i = 0; i < k; i++)
+		if (execv("/nonexistent/kpprof-no-such-program", argv) == 0 ||
+		    errno != ENOENT)
+			return printf("fail exec: %s\n", strerror(errno)), 1;
+	fflush(stdout);
+	if (install_filter('f', 0))
+		return printf("fail seccomp: %s\n", strerror(errno)), 1;
+	if (kill(getppid(), SIGUSR1))
+		exit(3);
+	exit(0);
+}
+
 static int do_seccomp_exec(char *self)
 {
 	char *argv[] = { self, "seccomp-child", NULL };
@@ -789,6 +815,8 @@ int main(int argc, char **argv)
 		return do_seccomp('s');
 	if (!strcmp(s, "seccomp-full"))
 		return do_seccomp_full(n);
+	if (!strcmp(s, "seccomp-full-exec"))
+		return do_seccomp_full_exec(n, argc > 3 ? atol(argv[3]) : 4);
 	if (!strcmp(s, "seccomp-exec"))
 		return do_seccomp_exec(argv[0]);
 	if (!strcmp(s, "seccomp-child")) {
