@@ -241,8 +241,12 @@ static inline uint64_t entry_size(uint64_t len)
  * the last record's alone (NOTE SECCOMP, COMM EXIT: one of them, once,
  * nothing after it): the others can repeat while the ring stays full (a
  * failed exec writes EXEC and START, and a program may try several), and
- * without it four failed execs took the NOTE's room
- * (safety_vm_test.sh seccomp-full-exec).
+ * without it two failed execs took the NOTE's room
+ * (safety_vm_test.sh seccomp-full-exec).  An EXEC goes in only with room
+ * left for the START that follows it if the exec fails: an EXEC without
+ * it ends the image for the collector while the process goes on (a
+ * refused EXEC costs less: the new image's START says it too, agg.c
+ * ends_image()).
  */
 #define MARK_ENTRY entry_size(sizeof(struct kpprof_rec_comm) > \
 			      sizeof(struct kpprof_rec_note) ? \
@@ -254,9 +258,13 @@ static inline uint64_t room_for(const void *rec)
 {
 	const struct kpprof_record *r = rec;
 
-	if (r->kind == KPPROF_REC_COMM)
-		return ((const struct kpprof_rec_comm *)rec)->reason == KPPROF_COMM_EXIT ?
-		       pr.size : pr.size - MARK_ENTRY;
+	if (r->kind == KPPROF_REC_COMM) {
+		__u32 reason = ((const struct kpprof_rec_comm *)rec)->reason;
+
+		if (reason == KPPROF_COMM_EXIT)
+			return pr.size;
+		return pr.size - (reason == KPPROF_COMM_EXEC ? 2 : 1) * MARK_ENTRY;
+	}
 	if (r->kind == KPPROF_REC_NOTE)
 		return ((const struct kpprof_rec_note *)rec)->what == KPPROF_NOTE_SECCOMP ?
 		       pr.size : pr.size - MARK_ENTRY;
