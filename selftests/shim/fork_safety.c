@@ -20,6 +20,9 @@
  *   vfork_close N     a vfork child closes descriptors 3..1023 and execs
  *                     /bin/true; then the parent allocates N blocks of
  *                     100000 bytes.
+ *   vfork_exit N      the parent samples, then a vfork child calls exit()
+ *                     (not _exit()); then the parent allocates N blocks
+ *                     of 100000 bytes and execs /bin/true.
  *   cancel N          N times: a thread that samples in a loop is cancelled
  *                     (deferred), then the main thread forks; counts hung
  *                     forks.
@@ -222,6 +225,28 @@ static int vfork_close(int n)
 	return 0;
 }
 
+/* vfork_exit: exit(), not _exit(): the child runs its destructors (the
+ * shim's too) in our memory, which must go on sampling */
+static int vfork_exit(int n)
+{
+	pid_t pid;
+
+	churn(1000);	/* the parent has sampled: it has a ring */
+	pid = vfork();
+
+	if (pid == 0)
+		exit(0);
+	waitpid(pid, NULL, 0);
+	for (int i = 0; i < n; i++)
+		churn(100000);
+	printf("vfork_exit: ok\n");
+	fflush(stdout);
+	/* our exit would drain no emulated ring: the child's exit() ran the
+	 * destructors (glibc marks them run); exec drains it (exec.c) */
+	execl("/bin/true", "true", (char *)NULL);
+	return 1;
+}
+
 static void *sampler(void *a)
 {
 	(void)a;
@@ -326,6 +351,8 @@ int main(int argc, char **argv)
 		return child(a);
 	if (!strcmp(m, "vfork_close") && argc == 3)
 		return vfork_close(atoi(a));
+	if (!strcmp(m, "vfork_exit") && argc == 3)
+		return vfork_exit(atoi(a));
 	if (!strcmp(m, "cancel") && argc == 3)
 		return cancel(atoi(a));
 	if (!strcmp(m, "exit"))

@@ -13,6 +13,8 @@
 #     before its samples, like a fork() child (§1.8);
 #   - vfork_close: a vfork child that closes every descriptor and execs
 #     does not stop the parent (§11): the parent's later samples are sent;
+#   - vfork_exit: nor does a vfork child that calls exit(), which runs
+#     the shim's destructor in the parent's memory;
 #   - cancel: a thread cancelled inside a sampling path leaves nothing
 #     behind that makes a later fork hang (§1.13);
 #   - exit: no record after COMM (EXIT) while threads sample during exit();
@@ -96,6 +98,20 @@ for lib in "$@"; do
 	[ "$got" = $'vfork_close: ok\nexit 0' ] && [ "$n" -eq 50 ] &&
 		tap_ok "$b: vfork_close: the parent samples on after a vfork child closed every fd (50 of 50)" ||
 		tap_fail "$b: vfork_close" "$got; parent's samples after the child: $n of 50"
+
+	# exit() in the vfork child runs the shim's destructor in the
+	# parent's memory: before the fix, COMM (EXIT) right there and not
+	# one sample more (0 of 50).  The emulated ring: the shim looks
+	# (getpid) only in a process with a ring (init.c kpp_fini()); the
+	# parent execs at the end, which drains it (its exit would not: the
+	# child's _dl_fini marked the destructors run).
+	got=$(KPPROF_TEST_RING=1 fs "$lib" vfork_exit 50)
+	n=$(decode | awk '$1 == "ALLOC" && $6 == 100000' | wc -l)
+	early=$(decode | awk '$1 == "COMM" && $5 == 3 { e++ } $1 == "ALLOC" && $6 == 100000 && e { n++ }
+		END { print n + 0 }')
+	[ "$got" = $'vfork_exit: ok\nexit 0' ] && [ "$n" -eq 50 ] && [ "$early" -eq 0 ] &&
+		tap_ok "$b: vfork_exit: the parent samples on after a vfork child's exit() (50 of 50), no EXIT before" ||
+		tap_fail "$b: vfork_exit" "$got; parent's samples after the child: $n of 50, $early after an EXIT"
 
 	got=$(fs "$lib" cancel 8)
 	[ "$got" = $'cancel: 0 of 8 forks hung\nexit 0' ] &&

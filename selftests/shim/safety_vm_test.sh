@@ -112,12 +112,27 @@ check fullring "the ring was full at the free (${lost:-no} records lost by then,
 # reader reads nothing until the workload, filter in, sends SIGUSR1, so
 # the shim's bounded wait for a drain runs out.  Room samples may not use
 # (pring.c room_for()) lets it in; the samples the ring refused arrive as
-# LOST, after it.
+# LOST, after it.  The workload allocates again once the reader has
+# drained: a sample after the stop would be an ALLOC after the NOTE, not
+# a refusal counted with the flood's.
 run seccomp-full --mem-rate 1 --depth 1 --stall-until-signal -- \
 	"$d/safety_workload" seccomp-full 60000
 lost=$(awk '$1 == "LOST" { n += $5 } END { print n + 0 }' "$tmp/seccomp-full.dump")
 check seccomp-full "the ring was full at the filter (${lost} samples lost); NOTE SECCOMP arrived; no record after it" \
 	"$(cat "$tmp/seccomp-full.rc") == 0 && $lost > 0 && $(count seccomp-full '$1 == "NOTE" && $5 == 1') == 1 && $(after_note seccomp-full) == 0 && $(rejected seccomp-full) == 0"
+
+# The same with four failed execs first: each writes COMM EXEC and COMM
+# START, which may use that room too; they must not take the NOTE's
+# (room_for(): only the last record of a process, NOTE SECCOMP or COMM
+# EXIT, may take the last entry), and an EXEC that went in has its START
+# (the first START is the process's own, from its constructor).
+run seccomp-full-exec --mem-rate 1 --depth 1 --stall-until-signal -- \
+	"$d/safety_workload" seccomp-full 60000 4
+lost=$(awk '$1 == "LOST" { n += $5 } END { print n + 0 }' "$tmp/seccomp-full-exec.dump")
+execs=$(count seccomp-full-exec '$1 == "COMM" && $5 == 2')
+starts=$(count seccomp-full-exec '$1 == "COMM" && $5 == 0')
+check seccomp-full-exec "the ring was full at four failed execs and the filter (${lost} samples lost, COMM EXEC ${execs}, START ${starts}); each EXEC has its START; NOTE SECCOMP arrived; no record after it" \
+	"$(cat "$tmp/seccomp-full-exec.rc") == 0 && $lost > 0 && $starts == $execs + 1 && $(count seccomp-full-exec '$1 == "NOTE" && $5 == 1') == 1 && $(after_note seccomp-full-exec) == 0 && $(rejected seccomp-full-exec) == 0"
 
 run lockfirst --mem-rate 65536 -- "$d/safety_workload" lockfirst 2000
 n=$(count lockfirst '$1 == "ALLOC" && $6 == 4096')

@@ -25,10 +25,12 @@
  *                    heavily; survive (finding 7)
  *   seccomp-exec     the same filter plus what a starting program needs,
  *                    then exec "seccomp-child": it starts filtered
- *   seccomp-full N   N allocations into rings no one reads (run under
- *                    shim_reader --stall-until-signal), the filter (plus
- *                    kill), SIGUSR1 to the reader, exit: the NOTE went
- *                    into a full ring
+ *   seccomp-full N [K]  N allocations into rings no one reads (run under
+ *                    shim_reader --stall-until-signal), K failed execs
+ *                    (two COMM records each), the filter (plus kill and
+ *                    sigtimedwait), SIGUSR1 to the reader, its SIGUSR2
+ *                    (drained), N allocations, exit: the NOTE went into a
+ *                    full ring, and nothing may follow it
  *   dup2             put a regular file on the shim's /dev/kpprof number,
  *                    allocate; the file must stay empty
  *   dup2race MS      swap a regular file and the device on that number
@@ -392,6 +394,7 @@ static int install_filter(int how, int exec)
 		/* seccomp-full: tell the reader */
 		ALLOW(how == 'f' ? __NR_kill : __NR_brk),
 		ALLOW(how == 'f' ? __NR_getppid : __NR_brk),
+		ALLOW(how == 'f' ? __NR_rt_sigtimedwait : __NR_brk),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 	};
 	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
@@ -450,22 +453,47 @@ static int do_seccomp(int how)
 }
 
 /*
- * seccomp-full: the filter goes in while the rings are full (the reader
- * reads nothing before our SIGUSR1), so the shim's NOTE meets a full ring
- * and its bounded wait for a drain runs out; only room kept for it
- * (pring.c room_for()) lets it in.  The rings are full before the filter
- * when the reader says it had dropped records by the signal.
+ * seccomp-full N K: the filter goes in while the rings are full (the
+ * reader reads nothing before our SIGUSR1), so the shim's NOTE meets a
+ * full ring and its bounded wait for a drain runs out; only room kept for
+ * it (pring.c room_for()) lets it in.  With K, that many execs fail (no
+ * such file) between the flood and the filter: each writes COMM EXEC, then
+ * COMM START (exec.c), which may use that room too.  Once the reader has
+ * drained everything (SIGUSR2) N more allocations: a sample made after
+ * the stop would arrive after the NOTE, not be refused by a full ring and
+ * counted as LOST, which the test cannot tell from the flood's.
  */
-static int do_seccomp_full(long n)
+static int do_seccomp_full(long n, long k)
 {
+	char *argv[] = { "kpprof-no-such-program", NULL };
+	struct timespec bound = { 300, 0 };	/* only a hung reader takes this */
+	sigset_t usr2;
+	int sig;
+
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	if (sigprocmask(SIG_BLOCK, &usr2, NULL))
+		return printf("fail sigprocmask: %s\n", strerror(errno)), 1;
 	for (long i = 0; i < n; i++)
 		keep(malloc(100));
+	for (long i = 0; i < k; i++)
+		if (execv("/nonexistent/kpprof-no-such-program", argv) == 0 ||
+		    errno != ENOENT)
+			return printf("fail exec: %s\n", strerror(errno)), 1;
 	fflush(stdout);
 	if (install_filter('f', 0))
 		return printf("fail seccomp: %s\n", strerror(errno)), 1;
+	/* no printf from here: the filter forbids write */
 	if (kill(getppid(), SIGUSR1))
 		exit(3);
-	exit(0);	/* the reader drains what is left after we exit */
+	do
+		sig = sigtimedwait(&usr2, NULL, &bound);
+	while (sig < 0 && errno == EINTR);
+	if (sig != SIGUSR2)
+		exit(4);
+	for (long i = 0; i < n; i++)
+		keep(malloc(100));
+	exit(0);
 }
 
 static int do_seccomp_exec(char *self)
@@ -788,7 +816,7 @@ int main(int argc, char **argv)
 	if (!strcmp(s, "seccomp-syscall"))
 		return do_seccomp('s');
 	if (!strcmp(s, "seccomp-full"))
-		return do_seccomp_full(n);
+		return do_seccomp_full(n, argc > 3 ? atol(argv[3]) : 0);
 	if (!strcmp(s, "seccomp-exec"))
 		return do_seccomp_exec(argv[0]);
 	if (!strcmp(s, "seccomp-child")) {

@@ -257,24 +257,44 @@ static inline uint64_t entry_size(uint64_t len)
 }
 
 /*
- * room_for - the bytes a record of @kind may fill the ring up to.  Samples
+ * room_for - the bytes record @rec may fill the ring up to.  Samples
  * stop short of the last MARK_RESERVE bytes; the records that mark a turn
  * in the process's life (COMM: start, fork, exec, exit; NOTE: sampling
  * stopped, no heap profile) may use them.  They are a few per process and
  * the collector's only word of that turn, and they come when a ring is
  * most likely full (a flood before a sandbox goes in, an exit): without
  * the reserve a full ring lost them and the process looked alive, or
- * sampled, for ever (safety_vm_test.sh seccomp-full).
+ * sampled, for ever (safety_vm_test.sh seccomp-full).  The last entry is
+ * the last record's alone (NOTE SECCOMP, COMM EXIT: one of them, once,
+ * nothing after it): the others can repeat while the ring stays full (a
+ * failed exec writes EXEC and START, and a program may try several), and
+ * without it two failed execs took the NOTE's room
+ * (safety_vm_test.sh seccomp-full-exec).  An EXEC goes in only with room
+ * left for the START that follows it if the exec fails: an EXEC without
+ * it ends the image for the collector while the process goes on (a
+ * refused EXEC costs less: the new image's START says it too, agg.c
+ * ends_image()).
  */
-#define MARK_RESERVE (4 * entry_size(sizeof(struct kpprof_rec_comm) > \
-				     sizeof(struct kpprof_rec_note) ? \
-				     sizeof(struct kpprof_rec_comm) : \
-				     sizeof(struct kpprof_rec_note)))
+#define MARK_ENTRY entry_size(sizeof(struct kpprof_rec_comm) > \
+			      sizeof(struct kpprof_rec_note) ? \
+			      sizeof(struct kpprof_rec_comm) : \
+			      sizeof(struct kpprof_rec_note))
+#define MARK_RESERVE (4 * MARK_ENTRY)
 
-static inline uint64_t room_for(unsigned int kind)
+static inline uint64_t room_for(const void *rec)
 {
-	if (kind == KPPROF_REC_COMM || kind == KPPROF_REC_NOTE)
-		return pr.size;
+	const struct kpprof_record *r = rec;
+
+	if (r->kind == KPPROF_REC_COMM) {
+		__u32 reason = ((const struct kpprof_rec_comm *)rec)->reason;
+
+		if (reason == KPPROF_COMM_EXIT)
+			return pr.size;
+		return pr.size - (reason == KPPROF_COMM_EXEC ? 2 : 1) * MARK_ENTRY;
+	}
+	if (r->kind == KPPROF_REC_NOTE)
+		return ((const struct kpprof_rec_note *)rec)->what == KPPROF_NOTE_SECCOMP ?
+		       pr.size : pr.size - MARK_ENTRY;
 	return pr.size - MARK_RESERVE;
 }
 
@@ -283,7 +303,7 @@ static int ring_write(const void *rec, size_t len)
 {
 	uint64_t total = entry_size(len), h, t;
 	unsigned int kind = ((const struct kpprof_record *)rec)->kind;
-	uint64_t room = room_for(kind);
+	uint64_t room = room_for(rec);
 	struct kpprof_pring_hdr *hdr = pr.hdr;
 	struct kpp_thread *th = &kpp_thread;
 	uint32_t depth = th->ring_depth;	/* writes ours interrupted */
@@ -395,13 +415,15 @@ void kpp_pring_close_fd_when_alone(void)
 }
 
 /*
- * kpp_pring_wait_room - wait up to @max_ns for room for a record of @len
- * bytes, sleeping 1 ms at a time (the module drains a ring by itself:
- * every drain_period_ms, or every jiffy while it is filling).  Only where
+ * kpp_pring_wait_room - wait up to @max_ns for room for record @rec of
+ * @len bytes, the room ring_write() will give it (room_for()), sleeping
+ * 1 ms at a time (the module drains a ring by itself: every
+ * drain_period_ms, or every jiffy while it is filling).  Only where
  * syscalls are known safe and the record matters (seccomp.c's NOTE, the
- * last record before a filter).  True if there is room or no ring.
+ * last record before a filter): the reserve leaves it room unless the
+ * ring holds a NOTE or EXIT already.  True if there is room or no ring.
  */
-bool kpp_pring_wait_room(size_t len, uint64_t max_ns)
+bool kpp_pring_wait_room(const void *rec, size_t len, uint64_t max_ns)
 {
 	uint64_t total = entry_size(len), t0 = 0;
 	struct timespec ms = { .tv_nsec = 1000000 };
@@ -412,7 +434,7 @@ bool kpp_pring_wait_room(size_t len, uint64_t max_ns)
 		uint64_t h = __atomic_load_n(&pr.hdr->head, __ATOMIC_ACQUIRE);
 		uint64_t t = __atomic_load_n(&pr.hdr->tail, __ATOMIC_ACQUIRE);
 
-		if (h + total - t <= room_for(KPPROF_REC_NOTE))
+		if (h + total - t <= room_for(rec))
 			return true;
 		if (!t0)
 			t0 = kpp_now_ns();

@@ -142,7 +142,7 @@ static void stop_for_filter(void)
 	note.what = KPPROF_NOTE_SECCOMP;
 	note.value = atomic_load(&kpp.unsent);
 	/* the last record: worth waiting (bounded) for room in a full ring */
-	kpp_pring_wait_room(sizeof(note), 100000000ULL);
+	kpp_pring_wait_room(&note, sizeof(note), 100000000ULL);
 	if (!kpp_submit(&note, sizeof(note)))
 		atomic_fetch_add_explicit(&kpp.writes_ok, 1, memory_order_relaxed);
 	/* test mode: the emulated ring's drain opens the sink, which the

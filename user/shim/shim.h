@@ -459,7 +459,7 @@ int kpp_pring_submit(const void *rec, size_t size) KPP_HIDDEN;
 void kpp_pring_close_fd_when_alone(void) KPP_HIDDEN;
 bool kpp_pring_mapped(void) KPP_HIDDEN;
 /* wait (bounded, sleeping) for room in the ring; only where syscalls are safe */
-bool kpp_pring_wait_room(size_t len, uint64_t max_ns) KPP_HIDDEN;
+bool kpp_pring_wait_room(const void *rec, size_t len, uint64_t max_ns) KPP_HIDDEN;
 /* a new child: the parent's ring is not here; maps the child's own if the
  * parent had one (async-signal-safe); true if the child has a ring */
 bool kpp_pring_fork_child(void) KPP_HIDDEN;
