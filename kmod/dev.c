@@ -346,13 +346,14 @@ static long kpp_ioctl_attach(struct file *file)
 /*
  * kpp_consumer_detach - stop being the consumer; false if @file is not.
  *
- * The ring's pages (pgoff 1 onwards) can only be mapped through the
- * consumer file, so every mapping of them is the departing consumer's:
- * they are zapped, and a later access is SIGBUS (no ->fault), so it can
- * neither read the next consumer's records nor write its cons_pos.  They
- * are VM_IO (kpp_ring_vm_flags()): no get_user_pages() pin outlives the
- * zap, and MADV_DOFORK cannot hand them to a child.  kpp_mmap() fills
- * them under @consumer_lock, so no ->mmap of ours runs while we zap; but
+ * The ring's pages (pgoff 1 up to KPPROF_PGOFF_PRING) can only be mapped
+ * through the consumer file, so every mapping of them is the departing
+ * consumer's: they are zapped, and a later access is SIGBUS (no ->fault),
+ * so it can neither read the next consumer's records nor write its
+ * cons_pos.  They are VM_IO (kpp_ring_vm_flags()): no get_user_pages()
+ * pin outlives the zap, and MADV_DOFORK cannot hand them to a child.
+ * kpp_mmap() fills them under @consumer_lock, so no ->mmap of ours runs
+ * while we zap; but
  * mmap_region() links the new VMA into the file's i_mmap only after
  * ->mmap returns, so a mmap() by the departing consumer itself, racing
  * with its own detach, can keep that one mapping (closing this needs the
@@ -362,14 +363,25 @@ static bool kpp_consumer_detach(struct file *file)
 {
 	bool was = false;
 
+	/* the consumer's largest mappings end below the producer rings */
+	BUILD_BUG_ON(KPPROF_PGOFF_PRODUCER + 1 +
+		     2 * (KPP_RING_SIZE_MAX >> PAGE_SHIFT) > KPPROF_PGOFF_PRING);
 	mutex_lock(&kpp_dev.consumer_lock);
 	if (kpp_dev.consumer == file) {
 		WRITE_ONCE(kpp_dev.consumer, NULL);
 		kpp_config_timer_stop(&kpp_dev.config);
 		kpp_pring_drain_stop();
+		/*
+		 * Only the consumer's offsets: every file of the device
+		 * shares f_mapping, so a hole to the end of the file would
+		 * also zap every producer's ring (no ->fault: SIGBUS at its
+		 * next record) and doorbell, in every process.
+		 */
 		unmap_mapping_range(file->f_mapping,
 				    (loff_t)KPPROF_PGOFF_CONSUMER << PAGE_SHIFT,
-				    0, 1);
+				    (loff_t)(KPPROF_PGOFF_PRING -
+					     KPPROF_PGOFF_CONSUMER) << PAGE_SHIFT,
+				    1);
 		was = true;
 	}
 	mutex_unlock(&kpp_dev.consumer_lock);
