@@ -37,7 +37,13 @@ static vm_fault_t kpp_doorbell_fault(struct vm_fault *vmf)
 	/* VM_DONTEXPAND: the vma never covers more than the two pages */
 	if (vmf->pgoff - KPPROF_PGOFF_DOORBELL >= KPP_DOORBELL_PAGES)
 		return VM_FAULT_SIGBUS;
-	kpp_pring_doorbell();
+	/*
+	 * The vma's mm, not current's: the same for every fault a user can
+	 * cause (get_user_pages() refuses VM_IO | VM_PFNMAP, so no
+	 * process_vm_readv(), /proc/pid/mem or ptrace read reaches us), and
+	 * never another mm's rings should a remote fault path ever do
+	 */
+	kpp_pring_doorbell(vma->vm_mm);
 	/* the other page, if a partial munmap() has not taken it away */
 	other += KPPROF_PGOFF_DOORBELL;
 	if (other >= vma->vm_pgoff) {

@@ -351,7 +351,7 @@ int kpp_pring_mmap(struct kpp_file *kf, struct file *file,
 void kpp_pring_release(struct kpp_file *kf);
 void kpp_pring_drain_all(void);
 void kpp_pring_kick(void);
-void kpp_pring_doorbell(void);
+void kpp_pring_doorbell(struct mm_struct *mm);
 
 /* doorbell.c */
 int kpp_doorbell_mmap(struct kpp_file *kf, struct file *file,

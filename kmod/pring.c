@@ -652,8 +652,10 @@ void kpp_pring_kick(void)
 
 /**
  * kpp_pring_doorbell - a producer rang its doorbell (doorbell.c), from a
- * page fault, under the mmap lock or the vma's lock.  As KPPROF_IOC_KICK,
- * drain the caller's own rings now, in its context, if prings_lock is
+ * page fault on a vma of @mm, under its mmap lock (a vma without
+ * ->map_pages is never faulted under the per-VMA lock alone: 6.12 retries
+ * such a fault under the mmap lock).  As KPPROF_IOC_KICK,
+ * drain the rings of @mm now, in the caller's context, if prings_lock is
  * free: the producer's one retry then finds room (a burst loses no more
  * than with the syscall).  Never waits for it: a drain may hold it for
  * long, and a trylock adds no lock order under the mmap lock.  If a
@@ -662,14 +664,16 @@ void kpp_pring_kick(void)
  * a producer that faults in a loop while others drain gets the drain
  * work once a jiffy at most.  So a fault loop costs what a KICK loop
  * costs: a drain of the caller's own rings each, in its own context.
+ *
+ * @mm: the faulting vma's mm (the caller's own: doorbell.c).
  */
-void kpp_pring_doorbell(void)
+void kpp_pring_doorbell(struct mm_struct *mm)
 {
 	unsigned long now = jiffies, next = READ_ONCE(kpp_dev.doorbell_next);
 
 	atomic64_inc(&kpp_dev.pring_doorbells);
 	if (mutex_trylock(&kpp_dev.prings_lock)) {
-		kpp_pring_kick_locked(current->mm);
+		kpp_pring_kick_locked(mm);
 		mutex_unlock(&kpp_dev.prings_lock);
 		return;
 	}
