@@ -29,6 +29,7 @@
  *   KPPROF_IOC_CONSUMER_DETACH         the attached consumer file only
  *   KPPROF_IOC_DRAIN                   CAP_PERFMON or CAP_SYS_ADMIN
  *   KPPROF_IOC_KICK (own rings only)   a file that may submit
+ *   mmap the file's doorbell, r/o      a file that may submit
  *   mmap consumer page / ring, poll    the attached consumer file only
  *
  * Producer permission is decided once, when the file is opened, from the
@@ -337,6 +338,7 @@ struct kpprof_config_page {
 #define KPPROF_FEAT_FORMAT_TEXT	_BITULL(2)
 #define KPPROF_FEAT_SUBMIT_IOCTL	_BITULL(3)
 #define KPPROF_FEAT_PRING	_BITULL(4)
+#define KPPROF_FEAT_DOORBELL	_BITULL(5)
 
 /**
  * struct kpprof_info - what the module is (output only)
@@ -360,6 +362,9 @@ struct kpprof_config_page {
  *                   pring_data_off + 2 * pring_size.
  * @pring_total_max: bytes all producer rings together may take; past it a
  *                   ring mmap fails with ENOMEM.
+ * @doorbell_pgoff:  page offset of a file's doorbell (KPPROF_FEAT_DOORBELL;
+ *                   0 from a module without it).
+ * @doorbell_map_len: bytes a doorbell mapping must have (two pages).
  * @reserved:        zero.
  */
 struct kpprof_info {
@@ -378,7 +383,10 @@ struct kpprof_info {
 	__u64 pring_data_off;
 	__u64 pring_map_len;
 	__u64 pring_total_max;
-	__u64 reserved[4];
+	/* in ABI 3's reserved bytes: zero from a module without the feature */
+	__u64 doorbell_pgoff;
+	__u64 doorbell_map_len;
+	__u64 reserved[2];
 };
 
 #define KPPROF_INFO_SIZE_VER0	64
@@ -431,6 +439,8 @@ enum {
  *                   (a header or entry length it could not believe).
  * @pring_refused:   ring mmaps refused because pring_total_max, or the
  *                   uid's pring_uid_max, was reached.
+ * @pring_doorbells: producers' kicks through a doorbell page (faults on
+ *                   it, see KPPROF_PGOFF_DOORBELL); not in VER0.
  *
  * Once every entry is read: accepted == records read, and every record
  * offered was either accepted, dropped (by reason) or rejected.
@@ -450,9 +460,12 @@ struct kpprof_stats {
 	__u64 pring_lost;
 	__u64 pring_invalid;
 	__u64 pring_refused;
+	/* end of VER0 */
+	__u64 pring_doorbells;
 };
 
 #define KPPROF_STATS_SIZE_VER0	128
+#define KPPROF_STATS_SIZE_VER1	136	/* @pring_doorbells */
 
 /* ------------------------------------------------------------ format */
 
@@ -537,7 +550,9 @@ struct kpprof_format_arg {
  * consumer's ring, on a file that may submit (as SUBMIT: EBADF, EPERM);
  * no argument.  A producer whose ring passes half full may kick once per
  * drain it saw (its tail moved), so a burst never waits for the periodic
- * drain: one syscall per hundreds of records.
+ * drain: one syscall per hundreds of records.  A producer should kick
+ * through its doorbell instead (KPPROF_PGOFF_DOORBELL), which costs no
+ * syscall a seccomp filter could forbid.
  */
 #define KPPROF_IOC_KICK		_IO(KPPROF_IOC_MAGIC, 0x0a)
 
@@ -548,6 +563,22 @@ struct kpprof_format_arg {
 #define KPPROF_PGOFF_PRODUCER	2	/* producer page, then data x 2 */
 /* a file's producer ring: far above the consumer's ring, whatever its size */
 #define KPPROF_PGOFF_PRING	0x100000
+/*
+ * A file's doorbell (KPPROF_FEAT_DOORBELL): kpprof_info.doorbell_map_len
+ * bytes (two pages) at kpprof_info.doorbell_pgoff, MAP_SHARED and
+ * PROT_READ only (PROT_WRITE, PROT_EXEC, MAP_PRIVATE: EPERM or EINVAL; a
+ * later mprotect() to write: EACCES), by a file that may submit (as
+ * SUBMIT: EACCES, EPERM), never inherited by a fork child.  Reading a
+ * page that is not mapped in is a kick (counted in
+ * kpprof_stats.pring_doorbells): the kernel drains the caller's own rings
+ * as KPPROF_IOC_KICK does (if another drain is running, it brings the
+ * next one forward instead, to the next jiffy at the latest), maps that
+ * page in (it reads as zero) and takes the other one out.  So a producer that reads page 0, then
+ * page 1, then page 0 ... kicks once per read, with no syscall: a page
+ * fault, which no seccomp filter can forbid.  A read of the page the last
+ * kick mapped is no kick.
+ */
+#define KPPROF_PGOFF_DOORBELL	0x200000
 
 #define KPPROF_RING_BUSY	0x80000000U
 /*

@@ -229,7 +229,7 @@ static long kpp_ioctl_get_info(void __user *uarg, size_t usize)
 		.page_size = PAGE_SIZE,
 		.features = KPPROF_FEAT_CONFIG_PAGE | KPPROF_FEAT_RING_MMAP |
 			    KPPROF_FEAT_FORMAT_TEXT | KPPROF_FEAT_SUBMIT_IOCTL |
-			    KPPROF_FEAT_PRING,
+			    KPPROF_FEAT_PRING | KPPROF_FEAT_DOORBELL,
 		.ring_size = kpp_dev.ring.size,
 		.max_record_size = KPP_RECORD_SIZE_MAX,
 		.producer_gid = READ_ONCE(kpp_dev.producer_gid),
@@ -241,6 +241,8 @@ static long kpp_ioctl_get_info(void __user *uarg, size_t usize)
 		.pring_data_off = PAGE_SIZE,
 		.pring_map_len = PAGE_SIZE + 2 * kpp_dev.pring_size,
 		.pring_total_max = kpp_dev.pring_total_max,
+		.doorbell_pgoff = KPPROF_PGOFF_DOORBELL,
+		.doorbell_map_len = kpp_doorbell_map_len(),
 	};
 
 	return kpp_copy_struct_out(uarg, usize, &info, sizeof(info));
@@ -277,6 +279,7 @@ static long kpp_ioctl_get_stats(void __user *uarg, size_t usize)
 	st.pring_lost = kpp_pring_lost_total();
 	st.pring_invalid = atomic64_read(&kpp_dev.pring_invalid);
 	st.pring_refused = atomic64_read(&kpp_dev.pring_refused);
+	st.pring_doorbells = atomic64_read(&kpp_dev.pring_doorbells);
 	return kpp_copy_struct_out(uarg, usize, &st, sizeof(st));
 }
 
@@ -343,13 +346,14 @@ static long kpp_ioctl_attach(struct file *file)
 /*
  * kpp_consumer_detach - stop being the consumer; false if @file is not.
  *
- * The ring's pages (pgoff 1 onwards) can only be mapped through the
- * consumer file, so every mapping of them is the departing consumer's:
- * they are zapped, and a later access is SIGBUS (no ->fault), so it can
- * neither read the next consumer's records nor write its cons_pos.  They
- * are VM_IO (kpp_ring_vm_flags()): no get_user_pages() pin outlives the
- * zap, and MADV_DOFORK cannot hand them to a child.  kpp_mmap() fills
- * them under @consumer_lock, so no ->mmap of ours runs while we zap; but
+ * The ring's pages (pgoff 1 up to KPPROF_PGOFF_PRING) can only be mapped
+ * through the consumer file, so every mapping of them is the departing
+ * consumer's: they are zapped, and a later access is SIGBUS (no ->fault),
+ * so it can neither read the next consumer's records nor write its
+ * cons_pos.  They are VM_IO (kpp_ring_vm_flags()): no get_user_pages()
+ * pin outlives the zap, and MADV_DOFORK cannot hand them to a child.
+ * kpp_mmap() fills them under @consumer_lock, so no ->mmap of ours runs
+ * while we zap; but
  * mmap_region() links the new VMA into the file's i_mmap only after
  * ->mmap returns, so a mmap() by the departing consumer itself, racing
  * with its own detach, can keep that one mapping (closing this needs the
@@ -359,14 +363,25 @@ static bool kpp_consumer_detach(struct file *file)
 {
 	bool was = false;
 
+	/* the consumer's largest mappings end below the producer rings */
+	BUILD_BUG_ON(KPPROF_PGOFF_PRODUCER + 1 +
+		     2 * (KPP_RING_SIZE_MAX >> PAGE_SHIFT) > KPPROF_PGOFF_PRING);
 	mutex_lock(&kpp_dev.consumer_lock);
 	if (kpp_dev.consumer == file) {
 		WRITE_ONCE(kpp_dev.consumer, NULL);
 		kpp_config_timer_stop(&kpp_dev.config);
 		kpp_pring_drain_stop();
+		/*
+		 * Only the consumer's offsets: every file of the device
+		 * shares f_mapping, so a hole to the end of the file would
+		 * also zap every producer's ring (no ->fault: SIGBUS at its
+		 * next record) and doorbell, in every process.
+		 */
 		unmap_mapping_range(file->f_mapping,
 				    (loff_t)KPPROF_PGOFF_CONSUMER << PAGE_SHIFT,
-				    0, 1);
+				    (loff_t)(KPPROF_PGOFF_PRING -
+					     KPPROF_PGOFF_CONSUMER) << PAGE_SHIFT,
+				    1);
 		was = true;
 	}
 	mutex_unlock(&kpp_dev.consumer_lock);
@@ -399,7 +414,7 @@ static long kpp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	BUILD_BUG_ON(sizeof(struct kpprof_config) != KPPROF_CONFIG_SIZE_VER0);
 	BUILD_BUG_ON(sizeof(struct kpprof_info) != KPPROF_INFO_SIZE_VER1);
-	BUILD_BUG_ON(sizeof(struct kpprof_stats) != KPPROF_STATS_SIZE_VER0);
+	BUILD_BUG_ON(sizeof(struct kpprof_stats) != KPPROF_STATS_SIZE_VER1);
 	BUILD_BUG_ON(sizeof(struct kpprof_format_arg) != KPPROF_FORMAT_ARG_SIZE_VER0);
 
 	/* commands without a size first: they must match exactly */
@@ -474,6 +489,8 @@ static int kpp_mmap(struct file *file, struct vm_area_struct *vma)
 		return kpp_config_mmap(&kpp_dev.config, vma);
 	if (vma->vm_pgoff == KPPROF_PGOFF_PRING)
 		return kpp_pring_mmap(file->private_data, file, vma);
+	if (vma->vm_pgoff == KPPROF_PGOFF_DOORBELL)
+		return kpp_doorbell_mmap(file->private_data, file, vma);
 	if (vma->vm_pgoff != KPPROF_PGOFF_CONSUMER &&
 	    vma->vm_pgoff != KPPROF_PGOFF_PRODUCER)
 		return -EINVAL;

@@ -262,7 +262,9 @@ struct kpp_config_state {
  * @pring_total: bytes all producer rings take now (pages included).
  * @pring_uids: bytes of producer rings by charge uid (kpp_charge_uid()),
  *             as xarray value entries, under @prings_lock.
- * @pring_count ... @pring_refused: kpprof_stats' pring_* counters.
+ * @pring_count ... @pring_doorbells: kpprof_stats' pring_* counters.
+ * @doorbell_next: jiffies before which a doorbell does not run the drain
+ *             (kpp_pring_doorbell()); set by @drain_work.
  * @drain_buf: the bounce buffer the drain copies each record into
  *             (KPP_RECORD_SIZE_MAX bytes), under @prings_lock.
  * @drain_period_ms: module parameter; @drain_work runs that often while
@@ -290,6 +292,8 @@ struct kpp_dev {
 	atomic64_t pring_lost;
 	atomic64_t pring_invalid;
 	atomic64_t pring_refused;
+	atomic64_t pring_doorbells;
+	unsigned long doorbell_next;
 	void *drain_buf;
 	unsigned int drain_period_ms;
 	bool drain_on;
@@ -347,6 +351,12 @@ int kpp_pring_mmap(struct kpp_file *kf, struct file *file,
 void kpp_pring_release(struct kpp_file *kf);
 void kpp_pring_drain_all(void);
 void kpp_pring_kick(void);
+void kpp_pring_doorbell(struct mm_struct *mm);
+
+/* doorbell.c */
+int kpp_doorbell_mmap(struct kpp_file *kf, struct file *file,
+		      struct vm_area_struct *vma);
+u64 kpp_doorbell_map_len(void);
 u64 kpp_pring_lost_total(void);
 int kpp_pring_init(u64 size, u64 total_max, u64 uid_max,
 		   unsigned int period_ms);

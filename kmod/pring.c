@@ -44,10 +44,12 @@
  * refuses stays in its producer's ring (for a full consumer ring the
  * drain stops; for a uid over its share, only that ring is skipped).
  *
- * Cadence: a producer cannot ask for a drain (a sandbox the shim cannot
- * see may forbid any syscall once its ring is mapped), so the periodic
- * drain watches the rings: every drain_period_ms, or after one jiffy while
- * a ring was found at least a quarter full or the passes ran out.
+ * Cadence: the periodic drain watches the rings: every drain_period_ms,
+ * or after one jiffy while a ring was found at least a quarter full or
+ * the passes ran out.  A producer asks for a drain of its own rings with
+ * a page fault on its doorbell (doorbell.c, kpp_pring_doorbell()), which
+ * a sandbox the shim cannot see cannot forbid, as it may forbid
+ * KPPROF_IOC_KICK.
  */
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
@@ -601,9 +603,10 @@ out:
 	return n;
 }
 
-/**
- * kpp_pring_kick - KPPROF_IOC_KICK: drain the caller's own rings (those
- * its mm mapped), a ring's worth of records at most each.  They are found
+/*
+ * kpp_pring_kick_locked - a kick (KPPROF_IOC_KICK, or a doorbell): drain
+ * the rings @mm mapped, a ring's worth of records at most each; under
+ * prings_lock.  They are found
  * in kpp_dev.prings_by_mm, never by a walk over every ring: any local user
  * may hold thousands of rings, and a kick holds the mutex every drain
  * needs, so its cost must depend on the kicker's rings only.  A kick is
@@ -613,15 +616,14 @@ out:
  * parent's rings, as the parent could; a fork child has an mm (and rings)
  * of its own.
  */
-void kpp_pring_kick(void)
+static void kpp_pring_kick_locked(struct mm_struct *mm)
 {
-	struct mm_struct *mm = current->mm;
 	struct rhlist_head *list, *pos;
 	struct kpp_pring *p, *n;
 	bool full = false;
 	LIST_HEAD(own);
 
-	mutex_lock(&kpp_dev.prings_lock);
+	lockdep_assert_held(&kpp_dev.prings_lock);
 	/*
 	 * RCU for the table's own walk only: the rings cannot go while
 	 * prings_lock is held, so they are collected and drained (which
@@ -638,7 +640,45 @@ void kpp_pring_kick(void)
 			kpp_pring_drain_one(p, p->size / KPP_SMALL_RECORD_MAX,
 					    &full);
 	}
+}
+
+/* kpp_pring_kick - KPPROF_IOC_KICK: the caller's own rings */
+void kpp_pring_kick(void)
+{
+	mutex_lock(&kpp_dev.prings_lock);
+	kpp_pring_kick_locked(current->mm);
 	mutex_unlock(&kpp_dev.prings_lock);
+}
+
+/**
+ * kpp_pring_doorbell - a producer rang its doorbell (doorbell.c), from a
+ * page fault on a vma of @mm, under its mmap lock (a vma without
+ * ->map_pages is never faulted under the per-VMA lock alone: 6.12 retries
+ * such a fault under the mmap lock).  As KPPROF_IOC_KICK,
+ * drain the rings of @mm now, in the caller's context, if prings_lock is
+ * free: the producer's one retry then finds room (a burst loses no more
+ * than with the syscall).  Never waits for it: a drain may hold it for
+ * long, and a trylock adds no lock order under the mmap lock.  If a
+ * drain holds it, bring the next drain forward instead (queue the drain
+ * work), not before @doorbell_next, the jiffy after the last one began:
+ * a producer that faults in a loop while others drain gets the drain
+ * work once a jiffy at most.  So a fault loop costs what a KICK loop
+ * costs: a drain of the caller's own rings each, in its own context.
+ *
+ * @mm: the faulting vma's mm (the caller's own: doorbell.c).
+ */
+void kpp_pring_doorbell(struct mm_struct *mm)
+{
+	unsigned long now = jiffies, next = READ_ONCE(kpp_dev.doorbell_next);
+
+	atomic64_inc(&kpp_dev.pring_doorbells);
+	if (mutex_trylock(&kpp_dev.prings_lock)) {
+		kpp_pring_kick_locked(mm);
+		mutex_unlock(&kpp_dev.prings_lock);
+		return;
+	}
+	mod_delayed_work(system_wq, &kpp_dev.drain_work,
+			 time_after(next, now) ? next - now : 0);
 }
 
 /* kpp_pring_mm_unhash - @p gives up its mm (under prings_lock) */
@@ -762,6 +802,8 @@ void kpp_pring_release(struct kpp_file *kf)
 
 static void kpp_pring_drain_fn(struct work_struct *work)
 {
+	/* a doorbell rung from now on waits for the next jiffy */
+	WRITE_ONCE(kpp_dev.doorbell_next, jiffies + 1);
 	kpp_pring_drain_all();
 	/* kpp_pring_drain_stop() cancels us synchronously */
 	if (READ_ONCE(kpp_dev.drain_on))

@@ -68,7 +68,11 @@ TEST_F(dev, info_fields)
 	EXPECT_EQ(-1, info.producer_gid);
 	/* the default producer_share, half the ring */
 	EXPECT_EQ(info.ring_size * 50 / 100, info.producer_share);
-	for (i = 0; i < 3; i++)
+	/* the doorbell, in what were ABI 3's first reserved words */
+	EXPECT_TRUE(info.features & KPPROF_FEAT_DOORBELL);
+	EXPECT_EQ(KPPROF_PGOFF_DOORBELL, info.doorbell_pgoff);
+	EXPECT_EQ(2 * (__u64)page, info.doorbell_map_len);
+	for (i = 0; i < sizeof(info.reserved) / sizeof(info.reserved[0]); i++)
 		EXPECT_EQ(0, info.reserved[i]);
 }
 

@@ -20,7 +20,8 @@ TEST(published_sizes_match_structs)
 	EXPECT_EQ(KPPROF_CONFIG_SIZE_VER0, sizeof(struct kpprof_config));
 	EXPECT_EQ(KPPROF_INFO_SIZE_VER1, sizeof(struct kpprof_info));
 	EXPECT_EQ(KPPROF_INFO_SIZE_VER0, offsetof(struct kpprof_info, pring_size));
-	EXPECT_EQ(KPPROF_STATS_SIZE_VER0, sizeof(struct kpprof_stats));
+	EXPECT_EQ(KPPROF_STATS_SIZE_VER1, sizeof(struct kpprof_stats));
+	EXPECT_EQ(KPPROF_STATS_SIZE_VER0, offsetof(struct kpprof_stats, pring_doorbells));
 	EXPECT_EQ(KPPROF_FORMAT_ARG_SIZE_VER0, sizeof(struct kpprof_format_arg));
 	EXPECT_EQ(KPPROF_CONFIG_PAGE_SIZE_VER1, sizeof(struct kpprof_config_page));
 	EXPECT_EQ(KPPROF_CONFIG_PAGE_SIZE_VER0, offsetof(struct kpprof_config_page, size));
@@ -65,10 +66,10 @@ TEST(no_implicit_padding)
 	EXPECT_EQ(sizeof(struct kpprof_config_page),
 		  4 + 4 + 8 + sizeof(struct kpprof_config) + 4 + 4);
 	EXPECT_EQ(sizeof(struct kpprof_info),
-		  4 + 4 + 8 + 8 + 4 + 4 + 8 + 7 * 8 + MEMBER_SIZE(struct kpprof_info, reserved));
+		  4 + 4 + 8 + 8 + 4 + 4 + 8 + 9 * 8 + MEMBER_SIZE(struct kpprof_info, reserved));
 	EXPECT_EQ(sizeof(struct kpprof_stats),
 		  2 * 8 + MEMBER_SIZE(struct kpprof_stats, dropped) + 5 * 8 +
-		  4 + 4 + 4 * 8);
+		  4 + 4 + 5 * 8);
 	EXPECT_EQ(sizeof(struct kpprof_pring_hdr),
 		  8 * 8 + 8 * 8 + MEMBER_SIZE(struct kpprof_pring_hdr, lost));
 	EXPECT_EQ(64, offsetof(struct kpprof_pring_hdr, tail));

@@ -4,7 +4,7 @@
  * Firefox's sandboxes do, with its own `syscall` instruction, which the
  * shim's wrappers (user/shim/seccomp.c) cannot see (issue 15, finding 10).
  *
- *   raw_sandbox SECONDS
+ *   raw_sandbox SECONDS [strict]
  *
  * 1. Allocates and contends unfiltered (at rate 1 its producer ring is
  *    mapped by now), blocks of PRE_BYTES.
@@ -15,13 +15,17 @@
  *    allows what this program needs itself (SECCOMP_ALLOW_ALLOCATING,
  *    threads, fork, write for its report), clock_gettime, which a sandbox
  *    allows and a guest whose clocksource the vDSO cannot read makes a
- *    syscall, and openat, ioctl and close: the shim's kick of a ring a
- *    quarter full (user/shim/pring.c) is those three, and a filter that
- *    forbids them still kills a process whose ring fills that fast
- *    (user/shim/README.md, "Known limits and hazards").
+ *    syscall, and openat, ioctl and close (the shim's kick of a ring a
+ *    quarter full was those three; now it is a read of a doorbell page:
+ *    strict below traps them).
  * 3. For SECONDS, in each: two threads allocate blocks of POST_BYTES and
  *    contend on one mutex.  The child then exits 0; the parent waits for
  *    it.
+ *
+ * strict: the filter also traps openat, ioctl and close, as a sandbox that
+ * allows a renderer no file at all: the shim's kick must then cost no
+ * syscall (its doorbell, a page fault; before it, open + KPPROF_IOC_KICK
+ * + close, and the first quarter-full ring was SIGSYS).
  *
  * The child is forked before the filter: a child forked under a filter
  * that traps open cannot get a ring of its own (user/shim/README.md,
@@ -95,14 +99,20 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP)
 
-static int install_raw_filter(void)
+static int install_raw_filter(int strict)
 {
-	struct sock_filter f[] = {
+	const struct sock_filter head[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 		TRAP(__NR_open),
+	};
+	/* strict only: no file at all (each jump is relative: they concatenate) */
+	const struct sock_filter no_files[] = {
+		TRAP(__NR_openat), TRAP(__NR_ioctl), TRAP(__NR_close),
+	};
+	const struct sock_filter tail[] = {
 		/* mmap: anonymous only (flags, the 4th argument, low word) */
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 4),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[3])),
@@ -114,8 +124,18 @@ static int install_raw_filter(void)
 		ALLOW(__NR_write), ALLOW(__NR_getpid), ALLOW(__NR_clock_gettime),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
 	};
-	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	struct sock_filter f[sizeof(head) / sizeof(head[0]) + sizeof(no_files) / sizeof(no_files[0]) +
+			     sizeof(tail) / sizeof(tail[0])];
+	struct sock_fprog prog = { 0, f };
 
+	memcpy(f, head, sizeof(head));
+	prog.len = sizeof(head) / sizeof(head[0]);
+	if (strict) {
+		memcpy(f + prog.len, no_files, sizeof(no_files));
+		prog.len += sizeof(no_files) / sizeof(no_files[0]);
+	}
+	memcpy(f + prog.len, tail, sizeof(tail));
+	prog.len += sizeof(tail) / sizeof(tail[0]);
 	if (raw_syscall(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0))
 		return -1;
 	return (int)raw_syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&prog);
@@ -167,6 +187,7 @@ static int run(size_t n, int secs)
 int main(int argc, char **argv)
 {
 	int secs = argc > 1 ? atoi(argv[1]) : 3, st;
+	int strict = argc > 2 && !strcmp(argv[2], "strict");
 	struct sigaction sa;
 	pid_t pid;
 
@@ -185,7 +206,7 @@ int main(int argc, char **argv)
 	pid = fork();
 	if (pid < 0)
 		return 4;
-	st = install_raw_filter();
+	st = install_raw_filter(strict);
 	if (st) {
 		fprintf(stderr, "raw seccomp: %s\n", strerror(-st));
 		return 2;

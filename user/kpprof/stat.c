@@ -67,6 +67,8 @@ int stat_main(int argc, char *argv[])
 	       (unsigned long long)st.pring_invalid);
 	printf("ring refused      %llu (pring_total_max reached: SUBMIT instead)\n",
 	       (unsigned long long)st.pring_refused);
+	printf("ring doorbells    %llu (producers' kicks by page fault)\n",
+	       (unsigned long long)st.pring_doorbells);
 	kpp_config__print(stdout, &c);
 	/* coll-state: the running collector's own counters (refusals by reason). */
 	kpp_collector_stats__print(stdout);

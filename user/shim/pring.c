@@ -17,16 +17,17 @@
  *
  * The kernel drains the ring in the consumer's context (its poll, the
  * cycle work, every drain_period_ms) and at the file's last close
- * (process exit); a ring a quarter full kicks it (kick()): one open,
- * ioctl and close per quarter ring of records at most.  Those are the
- * only syscalls a record may cost once the ring is mapped: a program may
- * install a seccomp filter the shim cannot see (its own `syscall`
- * instruction, as Chromium's and Firefox's sandboxes do), and if it
- * forbids them, the kick kills it (README, Known limits).  A burst the
- * kick cannot keep up with is lost, counted in lost[].
+ * (process exit); a ring a quarter full kicks it (kick()): a read of
+ * the file's doorbell, a page fault per quarter ring of records at most
+ * and no syscall.  So once the ring is mapped a record costs no syscall
+ * at all, and a seccomp filter the shim cannot see (a program's own
+ * `syscall` instruction, as Chromium's and Firefox's sandboxes do) has
+ * nothing to forbid (README, Known limits).  A burst the kick cannot
+ * keep up with is lost, counted in lost[].
  *
- * The mapping is VM_DONTCOPY: a fork child has no ring.  If its parent
- * had one, the child maps its own in the atfork handler
+ * The mappings (ring and doorbell) are VM_DONTCOPY: a fork child has
+ * neither.  If its parent had a ring, the child maps its own in the
+ * atfork handler
  * (kpp_pring_fork_child(), from new_process()), before the program can
  * sandbox it; a child of a parent without a ring maps one at its first
  * sample, as any process.  If the ring cannot be had (an ABI 2 module
@@ -44,7 +45,7 @@
  * sink's) is closed once the ring is mapped, so the program sees no
  * descriptor of ours (Python's test_subprocess lists a child's): each
  * drain opens the sink for its writes and closes it again, two syscalls
- * per drain, as kick() costs three.  Without KPPROF_TEST_RING, test mode
+ * per drain.  Without KPPROF_TEST_RING, test mode
  * writes each record to the sink (the tests read the sink while the
  * process runs).
  */
@@ -72,6 +73,8 @@ static struct {
 	unsigned char *data;
 	uint64_t size, mask;
 	size_t map_len;
+	const unsigned char *bell;	/* the doorbell's two pages, or NULL */
+	size_t bell_page;
 } pr;
 static _Atomic int pr_state KPP_START_DATA;	/* every record reads it */
 static _Atomic int fd_close_pending KPP_START_DATA;	/* every record reads it */
@@ -81,33 +84,35 @@ static _Atomic uint64_t test_last_drain;
 static uint64_t test_stuck_pos, test_stuck_since;	/* the drainer's */
 static bool test_stuck;
 static _Atomic uint64_t kicked_tail = UINT64_MAX;
+static _Atomic unsigned int bell_rings;	/* kicks so far: which page is next */
 
 /*
  * kick - the ring is a quarter full: ask the module to drain it now
- * (KPPROF_IOC_KICK on a descriptor opened for the purpose and closed at
- * once) rather than lose a burst waiting for the periodic drain: a burst
- * at a fine sampling rate fills 64 KiB in well under a jiffy, and without
- * the kick most of it was lost (xkernel_test at 16 KiB: 380 of 1024 big
- * blocks seen).  Once per tail position: while the drain cannot move the
- * tail (the consumer's ring is full) nobody kicks again, so a stuck
- * consumer never turns the ring back into a syscall per record.  These
- * three syscalls are the only ones a sample makes once the ring is mapped
- * (a seccomp filter the shim cannot see may forbid them: README, Known
- * limits).
+ * rather than lose a burst waiting for the periodic drain: a burst at a
+ * fine sampling rate fills 64 KiB in well under a jiffy, and without the
+ * kick most of it was lost (xkernel_test at 16 KiB: 380 of 1024 big
+ * blocks seen).  The kick is a read of the doorbell page the last kick
+ * took out (ioctl/kpprof.h, KPPROF_PGOFF_DOORBELL): a page fault, no
+ * syscall, so a seccomp filter the shim cannot see cannot kill the
+ * program for it (README, Known limits).  A module without the doorbell
+ * gets no kick: KPPROF_IOC_KICK would be the one syscall a sample makes,
+ * and such a filter may forbid it; the periodic drain still comes.  Once
+ * per tail position: while the drain cannot move the tail (the consumer's
+ * ring is full) nobody kicks again, so a stuck consumer never turns the
+ * ring back into a fault per record.  Racing kickers may read the same
+ * page: one of them faults, the next kick reads the other page and does.
  */
 static bool kick(uint64_t tail)
 {
 	uint64_t k = atomic_load_explicit(&kicked_tail, memory_order_relaxed);
-	int fd, r;
+	const volatile unsigned char *bell = pr.bell;
+	unsigned int n;
 
-	if (k == tail || !atomic_compare_exchange_strong(&kicked_tail, &k, tail))
+	if (!bell || k == tail || !atomic_compare_exchange_strong(&kicked_tail, &k, tail))
 		return false;
-	fd = kpp_open(KPPROF_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	r = kpp_ioctl(fd, KPPROF_IOC_KICK, NULL);
-	kpp_close(fd);
-	return r == 0;
+	n = atomic_fetch_add_explicit(&bell_rings, 1, memory_order_relaxed);
+	(void)bell[(n & 1) * pr.bell_page];
+	return true;
 }
 
 /*
@@ -129,7 +134,25 @@ static void *map_at(void *hint, size_t len, int prot, int flags, int fd, off_t o
 	return m;
 }
 
-static int map_device(void *hint)
+/*
+ * map_bell - the file's doorbell (two read-only pages), if the module has
+ * one, at @hint if free (a fork child's where its parent's was: a kick a
+ * handler's fork interrupted reads there when the handler returns);
+ * NULL without.
+ */
+static const unsigned char *map_bell(int fd, const struct kpprof_info *info, void *hint)
+{
+	void *m;
+
+	if (!(info->features & KPPROF_FEAT_DOORBELL) ||
+	    info->doorbell_map_len != 2 * (uint64_t)info->page_size)
+		return NULL;
+	m = map_at(hint, info->doorbell_map_len, PROT_READ, MAP_SHARED, fd,
+		   (off_t)(info->doorbell_pgoff * info->page_size));
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static int map_device(void *hint, void *bell_hint)
 {
 	struct kpprof_info info;
 	void *m;
@@ -148,6 +171,10 @@ static int map_device(void *hint)
 	}
 	m = map_at(hint, info.pring_map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 		   (off_t)(info.pring_pgoff * info.page_size));
+	if (m != MAP_FAILED) {
+		pr.bell = map_bell(fd, &info, bell_hint);
+		pr.bell_page = info.page_size;
+	}
 	kpp_close(fd);
 	if (m == MAP_FAILED)
 		return -1;
@@ -193,7 +220,7 @@ static int map_test(void *hint)
  * 0 when mapped.  Async-signal-safe (kpp_pring_fork_child() runs in an
  * atfork handler).
  */
-static int setup(void *hint)
+static int setup(void *hint, void *bell_hint)
 {
 	int st = PR_NONE, err;
 
@@ -202,7 +229,7 @@ static int setup(void *hint)
 	if (kpp.test_sink) {
 		err = kpp.test_ring ? map_test(hint) : (errno = ENOTSUP, -1);
 	} else {
-		err = map_device(hint);
+		err = map_device(hint, bell_hint);
 	}
 	if (err) {
 		if (!kpp.test_sink) {
@@ -364,7 +391,7 @@ int kpp_pring_submit(const void *rec, size_t len)
 	/* COMM records alone never make a ring: most processes never sample */
 	if (st != PR_NONE || ((const struct kpprof_record *)rec)->kind == KPPROF_REC_COMM)
 		return -1;
-	if (setup(NULL))
+	if (setup(NULL, NULL))
 		return -1;
 	return ring_write(rec, len);
 }
@@ -441,6 +468,7 @@ static void forget(void)
 	atomic_store(&fd_close_pending, 0);
 	atomic_store(&test_draining, 0);
 	atomic_store(&kicked_tail, UINT64_MAX);
+	atomic_store(&bell_rings, 0);
 	test_stuck = false;
 	test_sink_closed = 0;
 	/* a write a handler's fork interrupted resumes, as in the parent;
@@ -462,7 +490,7 @@ void kpp_pring_fork_child_stopped(void)
 bool kpp_pring_fork_child(void)
 {
 	bool had = atomic_load(&pr_state) == PR_MAPPED;
-	void *old = pr.hdr;
+	void *old = pr.hdr, *old_bell = (void *)pr.bell;
 
 	forget();
 	/*
@@ -472,7 +500,7 @@ bool kpp_pring_fork_child(void)
 	 * in the child's own ring (at worst some of the child's records are
 	 * refused and counted by the drain), not on unmapped memory.
 	 */
-	return had && !setup(old);
+	return had && !setup(old, old_bell);
 }
 
 /*
