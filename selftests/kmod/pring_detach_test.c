@@ -22,12 +22,15 @@ CONSUMER_FIXTURE(detach);
  * them) stays mapped.  Until it was limited to the consumer's offsets,
  * the detach zapped every mapping of the device from page 1 up, and a
  * ring has no ->fault: the producer's next record was SIGBUS, in every
- * profiled process, whenever the collector stopped.  The write runs in a
- * child so that its signal is reported, not the harness's.
+ * profiled process, whenever the collector stopped.  The consumer goes
+ * by the ioctl, or by its file's last close (a collector that exits: the
+ * release detaches it).  The write runs in a child so that its signal is
+ * reported, not the harness's.
  */
-TEST_F(detach, leaves_producer_rings)
+static void producer_survives(struct __test_metadata *_metadata,
+			      struct consumer_env *e, bool by_close)
 {
-	unsigned char *buf = self->e.buf;
+	unsigned char *buf = e->buf;
 	int status;
 	pid_t pid;
 
@@ -35,8 +38,11 @@ TEST_F(detach, leaves_producer_rings)
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		struct pring p;
-		int fd = dev__open();
+		int fd;
 
+		/* our copy of the consumer's file would keep it open */
+		close(e->cfd);
+		fd = dev__open();
 		if (fd < 0 || pring__map(&p, fd) ||
 		    pring__write(&p, buf, tally__rec(buf, 0)))
 			_exit(80);
@@ -47,14 +53,33 @@ TEST_F(detach, leaves_producer_rings)
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, WUNTRACED));
 	ASSERT_TRUE(WIFSTOPPED(status)) TH_LOG("child status %#x", status);
-	EXPECT_EQ(0, ioctl(self->e.cfd, KPPROF_IOC_CONSUMER_DETACH));
+	if (by_close) {
+		/* the ring's mappings hold the file: they go first */
+		ring_reader__unmap(&e->rr);
+		EXPECT_EQ(0, close(e->cfd));
+		/* a plain file for the teardown's config restore */
+		e->cfd = dev__open();
+		EXPECT_LE(0, e->cfd);
+	} else {
+		EXPECT_EQ(0, ioctl(e->cfd, KPPROF_IOC_CONSUMER_DETACH));
+	}
 	ASSERT_EQ(0, kill(pid, SIGCONT));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_FALSE(WIFSIGNALED(status))
-		TH_LOG("the producer died of signal %d after the consumer's detach",
-		       WTERMSIG(status));
+		TH_LOG("the producer died of signal %d after the consumer's %s",
+		       WTERMSIG(status), by_close ? "last close" : "detach");
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		TH_LOG("child status %#x", status);
+}
+
+TEST_F(detach, leaves_producer_rings)
+{
+	producer_survives(_metadata, &self->e, false);
+}
+
+TEST_F(detach, last_close_leaves_producer_rings)
+{
+	producer_survives(_metadata, &self->e, true);
 }
 
 TEST_HARNESS_MAIN
