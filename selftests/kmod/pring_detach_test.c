@@ -31,6 +31,7 @@ static void producer_survives(struct __test_metadata *_metadata,
 			      struct consumer_env *e, bool by_close)
 {
 	unsigned char *buf = e->buf;
+	struct kpprof_stats st;
 	int status;
 	pid_t pid;
 
@@ -63,6 +64,15 @@ static void producer_survives(struct __test_metadata *_metadata,
 	} else {
 		EXPECT_EQ(0, ioctl(e->cfd, KPPROF_IOC_CONSUMER_DETACH));
 	}
+	/*
+	 * The consumer is gone before the producer writes again: were the
+	 * file still held (a mapping, a copy), its release would not have
+	 * run, and the case would pass on a module that zaps every ring.
+	 */
+	EXPECT_EQ(0, dev__stats(e->cfd, &st));
+	EXPECT_EQ(0, st.consumer_attached)
+		TH_LOG("still a consumer after its %s",
+		       by_close ? "last close" : "detach");
 	ASSERT_EQ(0, kill(pid, SIGCONT));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_FALSE(WIFSIGNALED(status))
