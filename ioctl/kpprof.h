@@ -573,10 +573,10 @@ struct kpprof_format_arg {
  * kpprof_stats.pring_doorbells): the kernel drains the caller's own rings
  * as KPPROF_IOC_KICK does (if another drain is running, it brings the
  * next one forward instead, to the next jiffy at the latest), maps that
- * page in (it reads as zero) and takes the other one out.  So a producer that reads page 0, then
- * page 1, then page 0 ... kicks once per read, with no syscall: a page
- * fault, which no seccomp filter can forbid.  A read of the page the last
- * kick mapped is no kick.
+ * page in (it reads as zero) and takes the other one out.  So a producer
+ * that reads page 0, then page 1, then page 0 ... kicks once per read,
+ * with no syscall: a page fault, which no seccomp filter can forbid.  A
+ * read of the page the last kick mapped is no kick.
  */
 #define KPPROF_PGOFF_DOORBELL	0x200000
 

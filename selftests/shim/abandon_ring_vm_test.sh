@@ -12,6 +12,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
+. "$top/selftests/lib/wait.sh"
 d=$top/build/selftests/shim
 lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 tmp=$(mktemp -d /tmp/shim-abring.XXXXXX)
@@ -28,10 +29,7 @@ timeout -k 10 300 "$d/shim_reader" --preload "$lib" --mem-rate 1 \
 	-- "$d/abandon_ring" 20 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 # the awk behind >() may still be writing
-for _ in $(seq 600); do
-	grep -q '^done' "$tmp/counts" 2>/dev/null && break
-	sleep 0.1
-done
+wait_for 60 grep -qs '^done' "$tmp/counts"
 read -r _ n lost <"$tmp/counts"
 if [ $rc = 0 ] && [ "${n:-0}" = 1000 ] &&
    grep -q '^ok: 10 threads ended in a FREE.s ring write, 10 in an ALLOC.s' "$tmp/out"; then

@@ -25,6 +25,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
+. "$top/selftests/lib/wait.sh"
 d=$top/build/selftests/shim
 kp=$top/build/user/kpprof/kpprof
 lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
@@ -61,10 +62,7 @@ sandbox() {
 		>"$tmp/$filter.out" 2>"$tmp/$filter.err"
 	rc=$?
 	# the awk behind >() may still be writing
-	for _ in $(seq 600); do
-		grep -q '^done' "$tmp/$filter.counts" 2>/dev/null && break
-		sleep 0.1
-	done
+	wait_for 60 grep -qs '^done' "$tmp/$filter.counts"
 	parent=$(sed -n 's/^parent //p' "$tmp/$filter.out")
 	child=$(sed -n 's/^child //p' "$tmp/$filter.out")
 	cst=$(sed -n 's/^child-status //p' "$tmp/$filter.out")

@@ -21,6 +21,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/selftests/lib/tap.sh"
+. "$top/selftests/lib/wait.sh"
 d=$top/build/selftests/shim
 lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 secs=${2:-90}
@@ -57,10 +58,7 @@ timeout -k 10 $((secs + 240)) "$d/shim_reader" --preload "$lib" --mem-rate 1 \
 	-- "$d/torture" "$secs" "$d/libshim_plugin.so" module >"$tmp/out" 2>"$tmp/err"
 rc=$?
 # the awk behind >() may still be writing
-for _ in $(seq 600); do
-	grep -q '^records ' "$tmp/counts" 2>/dev/null && break
-	sleep 0.1
-done
+wait_for 60 grep -qs '^records ' "$tmp/counts"
 out=$(grep -v '^seccomp-child ' "$tmp/out")
 if [ $rc = 0 ] && [ "$(tail -n 1 <<<"$out")" = "torture: ok" ]; then
 	tap_ok "torture $secs s at rate 1: no hang, every child ended normally"
