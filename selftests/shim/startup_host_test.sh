@@ -30,10 +30,11 @@ set -u
 # close, mprotect: 9 here), the seccomp check (openat, read, close), the
 # config file and the sink (openat, newfstatat, mmap, close, openat,
 # prlimit64, fcntl, close), the exclude file (1 openat), COMM START and
-# EXIT (2 writes): 23, one spare for a loader that maps one more segment;
-# and 3 for the new-process check (getpid, mmap and madvise of a
-# MADV_WIPEONFORK page: init.c).
-SYSCALLS_ADDED=27
+# EXIT (2 writes), the getpid at exit that tells a vfork child's exit()
+# from its parent's (init.c kpp_fini()): 24, one spare for a loader that
+# maps one more segment; and 3 for the new-process check (getpid, mmap
+# and madvise of a MADV_WIPEONFORK page: init.c).
+SYSCALLS_ADDED=28
 # The shim's imports looked up at a pass-through start (issue 15): 52
 # here, after sys.h and without the C start files (70 before); a little
 # room for another toolchain.  Besides them, 25 dlsym of next definitions.
