@@ -67,8 +67,12 @@ int stat_main(int argc, char *argv[])
 	       (unsigned long long)st.pring_invalid);
 	printf("ring refused      %llu (pring_total_max reached: SUBMIT instead)\n",
 	       (unsigned long long)st.pring_refused);
-	printf("ring doorbells    %llu (producers' kicks by page fault)\n",
-	       (unsigned long long)st.pring_doorbells);
+	/* An older module has no doorbell: its 0 would read as "no kicks". */
+	if (info.features & KPPROF_FEAT_DOORBELL)
+		printf("ring doorbells    %llu (producers' kicks by page fault)\n",
+		       (unsigned long long)st.pring_doorbells);
+	else
+		printf("ring doorbells    none (this module has no doorbell: producers do not kick)\n");
 	kpp_config__print(stdout, &c);
 	/* coll-state: the running collector's own counters (refusals by reason). */
 	kpp_collector_stats__print(stdout);
