@@ -436,7 +436,7 @@ void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
  * take, use kpp_stack_dwarf.
  */
 int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int max,
-		     bool (*in_self)(uintptr_t), struct kpp_objs *objs) KPP_HIDDEN;
+		     struct kpp_objs *objs) KPP_HIDDEN;
 uint64_t kpp_stackpool_skipped(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- records */
