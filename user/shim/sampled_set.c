@@ -180,13 +180,35 @@ struct table {
 	struct bucket *b;
 	_Atomic uint8_t *page_used;	/* one byte per page of b[] */
 	unsigned int bits;
-	_Atomic uint64_t live;
 	uint64_t grow_at;		/* add a table past this many live */
 };
 
+/*
+ * Each table's live count, on a cache line of its own: every sampled
+ * malloc and free of every thread adds to or takes from it, and on the
+ * line of the read-mostly struct table (or of nr_tables) that would take
+ * the line every other CPU reads at each insert and remove away from it.
+ * Their sum is the set's live count: no second counter (a global one was
+ * two more locked operations on a shared line per sampled block).
+ */
+static struct {
+	_Atomic uint64_t n;
+} __attribute__((aligned(64))) table_live[T_LEVELS];
+
 static struct table tables[T_LEVELS];
 static _Atomic int nr_tables KPP_START_DATA;	/* set_report() reads it at exit */
-static _Atomic uint64_t live_total, live_peak, filter_grows;
+static _Atomic uint64_t live_peak, filter_grows;
+
+/* live_total - samples in the set: the tables' counts summed */
+static uint64_t live_total(void)
+{
+	int n = atomic_load_explicit(&nr_tables, memory_order_relaxed);
+	uint64_t live = 0;
+
+	for (int i = 0; i < n; i++)
+		live += atomic_load_explicit(&table_live[i].n, memory_order_relaxed);
+	return live;
+}
 static _Atomic int grow_lock;
 
 static size_t table_hash(const void *p)
@@ -224,7 +246,7 @@ static int table_add(int i)
 	t->page_used = (_Atomic uint8_t *)((char *)m + table_bytes(bits));
 	t->bits = bits;
 	t->grow_at = ((uint64_t)SLOTS << bits) / 2;
-	atomic_store(&t->live, 0);
+	atomic_store(&table_live[i].n, 0);
 	atomic_store(&nr_tables, i + 1);
 	return 0;
 }
@@ -296,7 +318,7 @@ static void count_all(uint8_t *v)
 	for (int i = 0; i < n; i++) {
 		struct table *t = &tables[i];
 
-		if (!atomic_load(&t->live))
+		if (!atomic_load(&table_live[i].n))
 			continue;
 		for (size_t pg = 0; pg < table_pages(t->bits); pg++) {
 			if (!atomic_load_explicit(&t->page_used[pg], memory_order_relaxed))
@@ -354,8 +376,9 @@ out:
 /* ------------------------------------------------------------ operations */
 
 /* Claim a slot for @p in table @t; true if it is stored there. */
-static bool table_put(struct table *t, const void *p, uint64_t size)
+static bool table_put(int ti, const void *p, uint64_t size)
 {
+	struct table *t = &tables[ti];
 	size_t h = table_hash(p), mask = ((size_t)1 << t->bits) - 1;
 
 	for (size_t i = 0; i < PROBE; i++) {
@@ -378,7 +401,7 @@ static bool table_put(struct table *t, const void *p, uint64_t size)
 							    (uintptr_t)p))
 				continue;
 			b->slot[s].size = size;
-			atomic_fetch_add_explicit(&t->live, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&table_live[ti].n, 1, memory_order_relaxed);
 			return true;
 		}
 	}
@@ -408,8 +431,8 @@ bool kpp_set_insert(const void *p, uint64_t size)
 		struct table *t = &tables[n - 1];
 		int now;
 
-		if (atomic_load_explicit(&t->live, memory_order_relaxed) < t->grow_at &&
-		    table_put(t, p, size))
+		if (atomic_load_explicit(&table_live[n - 1].n, memory_order_relaxed) < t->grow_at &&
+		    table_put(n - 1, p, size))
 			break;
 		/* Newest table half full, or this address's buckets full. */
 		if (!lock_grow())
@@ -419,12 +442,12 @@ bool kpp_set_insert(const void *p, uint64_t size)
 			unlock_grow();
 			/* Every table full: last chance in the older ones. */
 			for (int i = n - 1; i >= 0; i--)
-				if (table_put(&tables[i], p, size))
+				if (table_put(i, p, size))
 					goto stored;
 			if (atomic_fetch_add_explicit(&kpp.table_full, 1,
 						      memory_order_relaxed) == 0)
 				kpp_debug("sampled-address table full (%llu live): samples are being lost",
-					  (unsigned long long)atomic_load(&live_total));
+					  (unsigned long long)live_total());
 			return false;
 		}
 		unlock_grow();
@@ -437,7 +460,7 @@ stored:
 	cell_inc(level_cell(cur, p));
 	if (bl && bl != cur)
 		cell_inc(level_cell(bl, p));
-	live = atomic_fetch_add_explicit(&live_total, 1, memory_order_relaxed) + 1;
+	live = live_total();
 	peak = atomic_load_explicit(&live_peak, memory_order_relaxed);
 	while (live > peak && !atomic_compare_exchange_weak(&live_peak, &peak, live))
 		;
@@ -445,8 +468,9 @@ stored:
 	return true;
 }
 
-static bool table_take(struct table *t, const void *p, uint64_t *size)
+static bool table_take(int ti, const void *p, uint64_t *size)
 {
+	struct table *t = &tables[ti];
 	size_t h = table_hash(p), mask = ((size_t)1 << t->bits) - 1;
 
 	for (size_t i = 0; i < PROBE; i++) {
@@ -462,7 +486,7 @@ static bool table_take(struct table *t, const void *p, uint64_t *size)
 				continue;
 			*size = b->slot[s].size;
 			atomic_store_explicit(&b->slot[s].key, 0, memory_order_release);
-			atomic_fetch_sub_explicit(&t->live, 1, memory_order_relaxed);
+			atomic_fetch_sub_explicit(&table_live[ti].n, 1, memory_order_relaxed);
 			return true;
 		}
 	}
@@ -476,11 +500,10 @@ bool kpp_set_remove(const void *p, uint64_t *size)
 	if (!p)
 		return false;
 	for (int i = n - 1; i >= 0; i--) {
-		if (!atomic_load_explicit(&tables[i].live, memory_order_relaxed))
+		if (!atomic_load_explicit(&table_live[i].n, memory_order_relaxed))
 			continue;
-		if (table_take(&tables[i], p, size)) {
+		if (table_take(i, p, size)) {
 			cell_dec(level_cell(atomic_load(&kpp_set_cur), p));
-			atomic_fetch_sub_explicit(&live_total, 1, memory_order_relaxed);
 			return true;
 		}
 	}
@@ -507,7 +530,7 @@ void kpp_set_reset(void)
 		if (kpp_mmap(t->b, len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
 			memset(t->b, 0, len);
-		atomic_store(&t->live, 0);
+		atomic_store(&table_live[i].n, 0);
 	}
 	for (int l = 0; l < atomic_load(&nr_flevels); l++) {
 		uint8_t *v = flevel[l];
@@ -522,12 +545,11 @@ void kpp_set_reset(void)
 	}
 	atomic_store(&building, NULL);
 	atomic_store(&grow_lock, 0);
-	atomic_store(&live_total, 0);
 }
 
 void kpp_set_stats(struct kpp_set_stats *st)
 {
-	st->live = atomic_load(&live_total);
+	st->live = live_total();
 	st->peak = atomic_load(&live_peak);
 	st->filter_bits = level_bits(atomic_load(&kpp_set_cur));
 	st->filter_grows = atomic_load(&filter_grows);

@@ -436,7 +436,7 @@ void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
  * take, use kpp_stack_dwarf.
  */
 int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int max,
-		     bool (*in_self)(uintptr_t), struct kpp_objs *objs) KPP_HIDDEN;
+		     struct kpp_objs *objs) KPP_HIDDEN;
 uint64_t kpp_stackpool_skipped(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- records */
@@ -458,6 +458,9 @@ int kpp_pring_submit(const void *rec, size_t size) KPP_HIDDEN;
  * thread is inside kpp_emit() (called by kpp_emit()) */
 void kpp_pring_close_fd_when_alone(void) KPP_HIDDEN;
 bool kpp_pring_mapped(void) KPP_HIDDEN;
+/* a sample's record of @kind, @len bytes at least, would be refused now
+ * (the ring full even after a kick): counted as the refusal it would be */
+bool kpp_pring_refuses(unsigned int kind, size_t len) KPP_HIDDEN;
 /* wait (bounded, sleeping) for room in the ring; only where syscalls are safe */
 bool kpp_pring_wait_room(const void *rec, size_t len, uint64_t max_ns) KPP_HIDDEN;
 /* a new child: the parent's ring is not here; maps the child's own if the

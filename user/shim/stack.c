@@ -218,7 +218,7 @@ unsigned int kpp_stack(struct kpp_thread *t, uintptr_t caller_fp, __u64 *pcs,
 	if (kpp.unwind_libunwind) {
 		void *cache = kpp_stackpool_cache(t);
 		int got = cache && caller_fp ?
-			  kpp_stack_cached(cache, caller_fp, pcs, max, in_self, objs) : -1;
+			  kpp_stack_cached(cache, caller_fp, pcs, max, objs) : -1;
 
 		if (got < 0)
 			objs->complete = false;

@@ -465,22 +465,21 @@ static void find_rule(struct rule *r, uint64_t pc)
 }
 
 /*
- * rule_of - the rule for return address @pc in the object load tagged
- * @tag (object_tag): a hit moves to the front of its set; a miss reads
- * the FDE and takes the place of the set's least recently used rule.
+ * rule_move - rule_of's other cases, out of line (the walk's loop keeps
+ * its registers): a hit in a later way moves to the front of its set; a
+ * miss reads the FDE and takes the place of the set's least recently used
+ * rule.
  */
-static const struct rule *rule_of(struct cache *c, uint64_t pc, uint32_t tag)
+__attribute__((noinline))
+static const struct rule *rule_move(struct cache *c, struct rule_set *set, uint64_t pc,
+				    uint32_t tag)
 {
-	struct rule_set *set = &c->set[(pc * 0x9E3779B97F4A7C15ULL) >> (64 - 10)];
 	struct rule r;
 	unsigned int i;
 
-	_Static_assert(CACHE_SETS == 1 << 10, "the set index takes 10 bits");
-	for (i = 0; i < WAYS; i++)
+	for (i = 1; i < WAYS; i++)
 		if (set->way[i].pc == pc && set->way[i].tag == tag)
 			break;
-	if (likely(i == 0))
-		return &set->way[0];
 	if (i < WAYS) {
 		r = set->way[i];
 	} else {
@@ -494,6 +493,20 @@ static const struct rule *rule_of(struct cache *c, uint64_t pc, uint32_t tag)
 	memmove(&set->way[1], &set->way[0], i * sizeof(r));
 	set->way[0] = r;
 	return &set->way[0];
+}
+
+/*
+ * rule_of - the rule for return address @pc in the object load tagged
+ * @tag (object_tag): most frames hit the front of their set.
+ */
+static inline const struct rule *rule_of(struct cache *c, uint64_t pc, uint32_t tag)
+{
+	struct rule_set *set = &c->set[(pc * 0x9E3779B97F4A7C15ULL) >> (64 - 10)];
+
+	_Static_assert(CACHE_SETS == 1 << 10, "the set index takes 10 bits");
+	if (likely(set->way[0].pc == pc && set->way[0].tag == tag))
+		return &set->way[0];
+	return rule_move(c, set, pc, tag);
 }
 
 /* load8 - 8 bytes from @p, 4-aligned (a note's descriptor). */
@@ -580,7 +593,8 @@ static uint32_t object_tag(struct cache *c, const struct dl_find_object *d)
 }
 
 /*
- * find_obj - the object @pc lies in, from the walk's own list of the
+ * find_obj - the object @pc lies in, when it is not the one of the frame
+ * before (the walk checks that itself): from the walk's own list of the
  * objects it met (most stacks stay in a handful: the program, glib, libc),
  * else from _dl_find_object (then added to the list while there is room).
  * The list lives only as long as one walk: the thread's stack cannot
@@ -588,17 +602,13 @@ static uint32_t object_tag(struct cache *c, const struct dl_find_object *d)
  * dlclose counting needed, unlike the rules).  NULL: no object, or one
  * without unwind tables.
  */
-static const struct kpp_obj *find_obj(struct cache *c, struct kpp_objs *objs, uintptr_t pc,
-				      struct kpp_obj *spare)
+__attribute__((noinline))
+static struct kpp_obj *find_obj(struct cache *c, struct kpp_objs *objs, uintptr_t pc,
+				struct kpp_obj *spare)
 {
 	struct dl_find_object dlfo;
 	struct kpp_obj *o, found;
 
-	if (objs->last < objs->n) {
-		o = &objs->o[objs->last];
-		if (pc - o->lo < o->hi - o->lo)
-			return o;
-	}
 	for (unsigned int i = 0; i < objs->n; i++) {
 		o = &objs->o[i];
 		if (pc - o->lo < o->hi - o->lo) {
@@ -626,7 +636,7 @@ static const struct kpp_obj *find_obj(struct cache *c, struct kpp_objs *objs, ui
 }
 
 int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int max,
-		     bool (*in_self)(uintptr_t), struct kpp_objs *objs)
+		     struct kpp_objs *objs)
 {
 	struct cache *c = cache;
 	uint32_t unloads = atomic_load_explicit(&kpp.unloads, memory_order_acquire);
@@ -634,14 +644,19 @@ int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int 
 	uintptr_t pc = ((const uintptr_t *)caller_fp)[1];
 	uintptr_t rsp = caller_fp + 16;
 	uintptr_t rbp = ((const uintptr_t *)caller_fp)[0];
-	unsigned int n = 0, frames = 0;
+	unsigned int n = 0, frames = 0, limit;
+	/* The shim's own frames are left out: its text, compared inline. */
+	uintptr_t self_lo = kpp.self_lo, self_len = kpp.self_hi - kpp.self_lo;
 	bool user = !kpp.self_hi;
-	struct kpp_obj spare;
+	struct kpp_obj spare, *o = NULL;
+	uintptr_t o_lo = 1, o_len = 0;
+	uint32_t tag = 0;
 
 	objs->n = objs->last = 0;
 	objs->complete = true;
 	if (max > KPPROF_STACK_DEPTH_MAX)
 		max = KPPROF_STACK_DEPTH_MAX;
+	limit = max + 64;
 	if (unlikely(c->unloads != unloads)) {
 		for (unsigned int pg = 0; c->touched; pg++)
 			if (c->touched & (1U << pg)) {
@@ -650,26 +665,38 @@ int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int 
 			}
 		c->unloads = unloads;
 	}
-	while (n < max && pc && frames++ < max + 64) {
-		const struct kpp_obj *o;
+	/*
+	 * The object of the frame before, in registers: most frames lie in
+	 * the same one as their callee, and a range check is all they pay.
+	 * An empty range (lo 1, length 0) sends the first frame to find_obj.
+	 */
+	while (n < max && pc && frames++ < limit) {
 		const struct rule *r;
 		uintptr_t cfa;
+		unsigned int kind;
 
-		if (!user && !in_self(pc))
+		if (unlikely(!user) && pc - self_lo >= self_len)
 			user = true;
 		if (user)
 			pcs[n++] = pc;
-		o = find_obj(c, objs, pc - 1, &spare);
-		if (!o)
-			break;		/* no unwind tables: the stack ends */
+		if (unlikely(pc - 1 - o_lo >= o_len)) {
+			o = find_obj(c, objs, pc - 1, &spare);
+			if (!o)
+				break;		/* no unwind tables: the stack ends */
+			o_lo = o->lo;
+			o_len = o->hi - o->lo;
+			tag = o->tag;
+		}
 		if (user)
-			((struct kpp_obj *)o)->used = true;
-		r = rule_of(c, pc, o->tag);
-		if ((r->kind & RULE_KIND) == RULE_END)
-			break;
-		if ((r->kind & RULE_KIND) != RULE_STEP)
+			o->used = true;
+		r = rule_of(c, pc, tag);
+		kind = r->kind;
+		if (unlikely((kind & RULE_KIND) != RULE_STEP)) {
+			if ((kind & RULE_KIND) == RULE_END)
+				break;
 			return -1;
-		cfa = (r->kind & RULE_ON_RBP ? rbp : rsp) + 8 * (uintptr_t)r->cfa_off;
+		}
+		cfa = (kind & RULE_ON_RBP ? rbp : rsp) + 8 * (uintptr_t)r->cfa_off;
 		/* A call site's CFA lies above its stack pointer. */
 		if (cfa <= rsp || (cfa & 7))
 			return -1;
