@@ -575,6 +575,10 @@ bool kpp_foreign_process(void) KPP_HIDDEN;
 bool kpp_opted_out(void) KPP_HIDDEN;
 /* kpp_excluded - this process is listed in /etc/kpprof/exclude. */
 bool kpp_excluded(void) KPP_HIDDEN;
+/* kpp_dynsym_defines - the object exports a definition of @name that other
+ * objects' references bind to: 1 yes, 0 no, -1 cannot tell (no hash
+ * table).  Read from its tables, nothing called (dynsym.c). */
+int kpp_dynsym_defines(const struct dl_phdr_info *info, const char *name) KPP_HIDDEN;
 
 /* --------------------------------------------------------- misc */
 
