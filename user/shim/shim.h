@@ -155,6 +155,7 @@ struct kpp_thread {
 	uint64_t rng;
 	uintptr_t stack_lo, stack_hi;	/* this thread's stack, for the FP walker */
 	uint32_t stack_known;
+	uint32_t in_getattr;		/* inside pthread_getattr_np (getattr.c) */
 	int saved_errno;		/* errno on entry to a sampling path */
 	uint64_t heap_rate;
 	uint32_t emitting;
@@ -552,6 +553,10 @@ void kpp_exec_resolve(void) KPP_HIDDEN;
 void kpp_samplers_leave(void) KPP_HIDDEN;
 /* kpp_seccomp_resolve - the real prctl and syscall, at start (seccomp.c). */
 void kpp_seccomp_resolve(void) KPP_HIDDEN;
+/* kpp_getattr_resolve - the real pthread_getattr_np, at start; kpp_real_getattr
+ * calls it without marking the thread as inside it (getattr.c). */
+void kpp_getattr_resolve(void) KPP_HIDDEN;
+int kpp_real_getattr(pthread_t th, pthread_attr_t *attr) KPP_HIDDEN;
 
 /*
  * kpp_process_check - a child that no atfork handler saw (_Fork, clone)
