@@ -3,6 +3,9 @@
 //   sem_own_new      links libsem_ownnew.so, whose operator new is not malloc's
 //   sem_own_malloc   (-DOWN_MALLOC) exports its own malloc family, as a program
 //                    with an allocator linked in does; new is libstdc++'s
+//   sem_own_malloc_fatal (-DOWN_MALLOC -DFATAL_OOM) the same, but an allocation
+//                    it cannot serve kills the process, as Chromium's
+//                    PartitionAlloc does (only its UncheckedMalloc may fail)
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -18,7 +21,10 @@ void *memalign(std::size_t al, std::size_t n)
 	if (al < 16)
 		al = 16;
 	std::size_t s = (top + 16 + al - 1) & ~(al - 1);
-	if (s + n > sizeof(heap)) {
+	if (s + n > sizeof(heap) || n > sizeof(heap)) {
+#ifdef FATAL_OOM
+		__builtin_trap();
+#endif
 		errno = ENOMEM;
 		return nullptr;
 	}

@@ -28,6 +28,15 @@
  *                  (default 20); prints
  *                  "deephandler H handlers, F on another stack, KIB KiB
  *                  each" (plainly F is 0: there is no other stack).
+ *   badrbp         malloc+free with %rbp holding values a frame-pointer-less
+ *                  caller may leave there: -16 and -8 (a frame record that
+ *                  would end past 2^64), 1 << 62, the top of this stack;
+ *                  prints "badrbp ok".
+ *   getattr        8 threads whose first call is pthread_getattr_np() of
+ *                  themselves, then of one another, with allocations
+ *                  between (glibc's allocates its cpuset with the
+ *                  descriptor's lock held; the JVM does this at each
+ *                  thread start); prints "getattr ok".
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -308,6 +317,67 @@ static int deephandler(unsigned long kib, long secs)
 	return 0;
 }
 
+void *rbp_malloc(size_t n, uintptr_t rbp);	/* rbp_malloc.S */
+
+static int badrbp(void)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	const uintptr_t bad[] = {
+		(uintptr_t)-16, (uintptr_t)-8, (uintptr_t)-24, (uintptr_t)1 << 62,
+		(here | 0xfff) - 15, (here | 0xfff) + 1,
+	};
+
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		for (int k = 0; k < 100; k++)
+			free(rbp_malloc(100 + k, bad[i]));
+	puts("badrbp ok");
+	return 0;
+}
+
+#define GETATTR_THREADS 8
+static pthread_t getattr_th[GETATTR_THREADS];
+static pthread_barrier_t getattr_go, getattr_done;
+
+static void *getattr_thread(void *arg)
+{
+	unsigned long me = (unsigned long)arg;
+	pthread_attr_t a;
+
+	if (pthread_getattr_np(pthread_self(), &a))
+		return (void *)1;
+	pthread_attr_destroy(&a);
+	pthread_barrier_wait(&getattr_go);
+	for (int i = 0; i < 200; i++) {
+		free(malloc(64 + i));
+		if (pthread_getattr_np(getattr_th[(me + i) % GETATTR_THREADS], &a))
+			return (void *)1;
+		pthread_attr_destroy(&a);
+	}
+	/* alive until all are done: the cpuset of an exited thread is ESRCH */
+	pthread_barrier_wait(&getattr_done);
+	return NULL;
+}
+
+static int getattr_checks(void)
+{
+	void *r;
+	int bad = 0;
+
+	/* the main thread too: every getattr_th[] is stored before use */
+	pthread_barrier_init(&getattr_go, NULL, GETATTR_THREADS + 1);
+	pthread_barrier_init(&getattr_done, NULL, GETATTR_THREADS);
+	for (unsigned long i = 0; i < GETATTR_THREADS; i++)
+		if (pthread_create(&getattr_th[i], NULL, getattr_thread, (void *)i))
+			return 2;
+	pthread_barrier_wait(&getattr_go);
+	for (int i = 0; i < GETATTR_THREADS; i++) {
+		pthread_join(getattr_th[i], &r);
+		bad += r != NULL;
+	}
+	puts(bad ? "getattr failed" : "getattr ok");
+	return bad != 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 2 && !strcmp(argv[1], "altstack"))
@@ -316,11 +386,15 @@ int main(int argc, char **argv)
 		return costack();
 	if (argc > 1 && !strcmp(argv[1], "fds"))
 		return fds();
+	if (argc > 1 && !strcmp(argv[1], "badrbp"))
+		return badrbp();
+	if (argc > 1 && !strcmp(argv[1], "getattr"))
+		return getattr_checks();
 	if (argc > 2 && !strcmp(argv[1], "deep"))
 		return deep(argv[2]);
 	if (argc > 2 && !strcmp(argv[1], "deephandler"))
 		return deephandler(strtoul(argv[2], NULL, 0),
 				   argc > 3 ? atol(argv[3]) : 20);
-	fprintf(stderr, "usage: stack_checks altstack SIZE | costack | fds | deep LIB | deephandler KIB [SECONDS]\n");
+	fprintf(stderr, "usage: stack_checks altstack SIZE | costack | fds | badrbp | getattr | deep LIB | deephandler KIB [SECONDS]\n");
 	return 2;
 }

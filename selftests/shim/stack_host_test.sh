@@ -10,6 +10,12 @@
 #     and one using 32 KiB under a finite RLIMIT_AS (64 KiB stacks there);
 #   - on a 16 KiB makecontext() stack, malloc+free with a sample takes at
 #     most 1 KiB more of the caller's stack than without the shim;
+#   - a frame pointer chain that leads to the top of the address space
+#     (rbp -16, as binutils' as leaves it) or past the stack does not make
+#     either walker read there (KPPROF_UNWIND=fp crashed as);
+#   - a thread's first sample inside pthread_getattr_np (its cpuset
+#     allocation, with the thread's descriptor lock held) does not hang
+#     the fp walker, which learns the bounds with that function (java hung);
 #   - no descriptor appears in /proc/self/fd once the process has sampled;
 #   - a sample never waits for the loader: a library constructor that forks,
 #     or takes a lock another thread holds while it allocates, while that
@@ -78,6 +84,16 @@ for lib in "$@"; do
 		[ $rc = 0 ] && foreign20 "$out" &&
 			tap_ok "$b $unwind: under ulimit -v, a handler using 32 KiB during samples ($out)" ||
 			tap_fail "$b $unwind: under ulimit -v, a 32 KiB handler during a sample" "rc $rc: $out"
+
+		out=$(shimmed "$lib" $unwind "$d/stack_checks" badrbp 2>&1); rc=$?
+		[ $rc = 0 ] && [ -s "$tmp/sink" ] && [ "$out" = "badrbp ok" ] &&
+			tap_ok "$b $unwind: malloc called with rbp -16, 1 << 62, past the stack's top" ||
+			tap_fail "$b $unwind: malloc called with a stray rbp" "rc $rc (139: SIGSEGV): $out"
+
+		out=$(shimmed "$lib" $unwind "$d/stack_checks" getattr 2>&1); rc=$?
+		[ $rc = 0 ] && [ -s "$tmp/sink" ] && [ "$out" = "getattr ok" ] &&
+			tap_ok "$b $unwind: samples inside pthread_getattr_np, of the thread itself and of others" ||
+			tap_fail "$b $unwind: samples inside pthread_getattr_np" "rc $rc (137: hung, killed after $T s): $out"
 
 		co=$(shimmed "$lib" $unwind "$d/stack_checks" costack | awk '{ print $2 }')
 		[ -n "$co" ] && [ -n "$plain_co" ] && [ -s "$tmp/sink" ] &&

@@ -8,16 +8,20 @@
  * program's allocations never reach a wrapper of ours, and the process
  * would silently have no heap profile while KPPROF_DEBUG says "sampling".
  *
- * So after start-up we ask which object defines the malloc the program's
- * references resolve to (dlsym RTLD_DEFAULT, dladdr): ours, done.  Else
- * we ask the question directly: a call through that pointer, with the
- * thread's countdown set to UINT64_MAX.  Our malloc's fast path takes
- * the size off the countdown; anything else leaves it untouched.  Comparing
- * the object dladdr() names with ours is not enough: a non-PIE program that
- * takes malloc's address in code (python3) has a canonical PLT entry, an
- * undefined symbol with a value that every reference, dlsym's included,
- * resolves to, and that stub jumps to our malloc.  If the call does not
- * reach us: a KPPROF_DEBUG line, a KPPROF_REC_NOTE (KPPROF_NOTE_NO_HEAP)
+ * So after start-up we look for the definition every malloc reference
+ * binds to: the loader searches the global scope in load order (the
+ * program, then the preloads in order, then their dependencies), which
+ * is dl_iterate_phdr()'s order, and the first object that defines malloc
+ * wins.  If an object ahead of ours defines it, our malloc is not the
+ * program's.  Read from each object's dynamic symbol table (dynsym.c),
+ * never by calling that malloc: a call with a size no allocator serves
+ * kills a process whose allocator treats a failed allocation as fatal
+ * (Chromium's PartitionAlloc traps: SIGTRAP before main).  The program's own dynamic symbol for malloc may
+ * be undefined with a value: a non-PIE program that takes malloc's
+ * address in code (python3) has a canonical PLT entry, which dlsym and
+ * dladdr name as the program's but which jumps to the next definition,
+ * ours; the symbol table says it defines nothing.  If another object
+ * comes first: a KPPROF_DEBUG line, a KPPROF_REC_NOTE (KPPROF_NOTE_NO_HEAP)
  * so the collector can say "no heap profile for pid N", and no heap
  * sampling in the other entry points either (kpp.no_heap: operator new and
  * jemalloc's names, heap.c), so the collector gets no half profile.  Lock
@@ -28,12 +32,47 @@
  * either, so libc's and libstdc++'s allocations still reach us and are
  * profiled; the program's own are not.
  */
-#include <dlfcn.h>
-#include <errno.h>
+#include <elf.h>
+#include <link.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include "shim.h"
+
+struct malloc_scan {
+	uintptr_t self;		/* an address in our text */
+	bool self_seen;
+	const char *first;	/* the object ahead of ours that defines malloc */
+};
+
+static bool object_holds(const struct dl_phdr_info *info, uintptr_t a)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD &&
+		    a - (info->dlpi_addr + ph->p_vaddr) < ph->p_memsz)
+			return true;
+	}
+	return false;
+}
+
+static int scan_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct malloc_scan *s = data;
+
+	(void)size;
+	if (object_holds(info, s->self)) {
+		s->self_seen = true;
+		return 1;
+	}
+	/* -1, no hash table: the loader cannot bind to it either */
+	if (kpp_dynsym_defines(info, "malloc") == 1) {
+		s->first = info->dlpi_name && *info->dlpi_name ?
+			info->dlpi_name : "the program";
+		return 1;
+	}
+	return 0;
+}
 
 static void emit_no_heap_note(void)
 {
@@ -48,43 +87,13 @@ static void emit_no_heap_note(void)
 
 void kpp_check_interposed(void)
 {
-	struct kpp_thread *t = &kpp_thread;
-	void *m = dlsym(RTLD_DEFAULT, "malloc"), *p;
-	void *(*first)(size_t);
-	uint64_t saved;
-	int saved_errno;
-	bool ours;
-	Dl_info info, self;
+	struct malloc_scan s = { (uintptr_t)kpp_check_interposed, false, NULL };
 
-	if (!m) {
-		dlerror();
-		return;
-	}
-	/* Ours, named by the loader: no call needed (most programs). */
-	if (dladdr(m, &info) && dladdr((void *)kpp_check_interposed, &self) &&
-	    info.dli_fbase == self.dli_fbase)
-		return;
-	memcpy(&first, &m, sizeof(first));
-	saved = t->countdown;
-	saved_errno = errno;
-	t->countdown = UINT64_MAX;
-	/*
-	 * A size no allocator can serve: ours takes it off the countdown and
-	 * forwards; glibc fails it before setting anything up (no arena, no
-	 * brk in a process that never allocates otherwise).
-	 */
-	p = first((size_t)PTRDIFF_MAX + 1);
-	ours = t->countdown != UINT64_MAX;
-	t->countdown = saved;
-	/* free binds to the first definition too: the one that pairs with it */
-	if (p)
-		free(p);
-	errno = saved_errno;
-	if (ours)
+	dl_iterate_phdr(scan_object, &s);
+	if (s.self_seen)
 		return;
 	atomic_store(&kpp.no_heap, 1);
 	kpp_debug("no heap profile: malloc is not interposed: %s defines it ahead of libkpprof.so (an allocator linked statically or preloaded first)",
-		  dladdr(m, &info) && info.dli_fname && *info.dli_fname ?
-		  info.dli_fname : "the program");
+		  s.first ? s.first : "another object");
 	emit_no_heap_note();
 }

@@ -484,6 +484,7 @@ static void kpp_init(void)
 
 	kpp_resolve();
 	kpp_seccomp_resolve();	/* even setuid: its wrappers pass through */
+	kpp_getattr_resolve();
 	/*
 	 * Setuid or setgid (glibc's secure mode, which strips LD_* but not
 	 * KPPROF_*): nothing at all, not even the environment is read.  An

@@ -37,79 +37,24 @@
 #define COMM_LEN	15		/* TASK_COMM_LEN - 1 */
 
 /*
- * The main program's dynamic symbols, looked up through its DT_GNU_HASH
- * table by hand.  dlsym(RTLD_DEFAULT) did this before issue 11, but a
+ * The main program's dynamic symbols, looked up in its own hash table
+ * (dynsym.c).  dlsym(RTLD_DEFAULT) did this before issue 11, but a
  * symbol it does not find (every process but the collector) costs an
  * error message it mallocs: the process's first malloc, with the arena's
  * set-up and two brk(2), in processes that never allocate otherwise.
  */
 struct exe_lookup {
 	const char *name;
-	int found;		/* 1 yes, 0 no, -1 cannot tell (no DT_GNU_HASH) */
+	int found;		/* 1 yes, 0 no, -1 cannot tell (no hash table) */
 };
-
-static uint32_t gnu_hash(const char *s)
-{
-	uint32_t h = 5381;
-
-	while (*s)
-		h = h * 33 + (unsigned char)*s++;
-	return h;
-}
-
-/* dyn_ptr - a DT_* address; glibc relocates them in place, but not everywhere. */
-static uintptr_t dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) v)
-{
-	return v < info->dlpi_addr ? info->dlpi_addr + v : v;
-}
 
 static int lookup_in_exe(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct exe_lookup *q = data;
-	const uint32_t *gh = NULL, *buckets, *chain;
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	uint32_t h, idx;
 
 	(void)size;
-	q->found = -1;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type != PT_DYNAMIC)
-			continue;
-		for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
-		     d->d_tag != DT_NULL; d++) {
-			if (d->d_tag == DT_GNU_HASH)
-				gh = (const uint32_t *)dyn_ptr(info, d->d_un.d_ptr);
-			else if (d->d_tag == DT_SYMTAB)
-				symtab = (const ElfW(Sym) *)dyn_ptr(info, d->d_un.d_ptr);
-			else if (d->d_tag == DT_STRTAB)
-				strtab = (const char *)dyn_ptr(info, d->d_un.d_ptr);
-		}
-	}
-	if (!gh || !symtab || !strtab || !gh[0])
-		return 1;	/* the first object is the program: stop */
-	/* nbuckets, symoffset, bloom words, bloom shift; bloom; buckets; chains */
-	buckets = (const uint32_t *)((const ElfW(Addr) *)(gh + 4) + gh[2]);
-	chain = buckets + gh[0];
-	h = gnu_hash(q->name);
-	q->found = 0;
-	idx = buckets[h % gh[0]];
-	if (idx < gh[1])
-		return 1;
-	for (;; idx++) {
-		uint32_t c = chain[idx - gh[1]];
-
-		if ((c | 1) == (h | 1) && symtab[idx].st_shndx != SHN_UNDEF &&
-		    !strcmp(strtab + symtab[idx].st_name, q->name)) {
-			q->found = 1;
-			break;
-		}
-		if (c & 1)
-			break;
-	}
-	return 1;
+	q->found = kpp_dynsym_defines(info, q->name);
+	return 1;	/* the first object is the program: stop */
 }
 
 static bool exe_defines(const char *name)
@@ -121,7 +66,7 @@ static bool exe_defines(const char *name)
 	if (q.found >= 0)
 		return q.found;
 	/*
-	 * No GNU hash table: ask the loader.  After kpp_resolve(): the
+	 * No hash table: ask the loader.  After kpp_resolve(): the
 	 * dlerror() state dlsym allocates for a missing symbol comes from
 	 * the real malloc.  Clear it, so the program's own dlerror() does
 	 * not see our lookup.

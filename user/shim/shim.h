@@ -155,6 +155,7 @@ struct kpp_thread {
 	uint64_t rng;
 	uintptr_t stack_lo, stack_hi;	/* this thread's stack, for the FP walker */
 	uint32_t stack_known;
+	uint32_t in_getattr;		/* inside pthread_getattr_np (getattr.c) */
 	int saved_errno;		/* errno on entry to a sampling path */
 	uint64_t heap_rate;
 	uint32_t emitting;
@@ -555,6 +556,10 @@ void kpp_exec_resolve(void) KPP_HIDDEN;
 void kpp_samplers_leave(void) KPP_HIDDEN;
 /* kpp_seccomp_resolve - the real prctl and syscall, at start (seccomp.c). */
 void kpp_seccomp_resolve(void) KPP_HIDDEN;
+/* kpp_getattr_resolve - the real pthread_getattr_np, at start; kpp_real_getattr
+ * calls it without marking the thread as inside it (getattr.c). */
+void kpp_getattr_resolve(void) KPP_HIDDEN;
+int kpp_real_getattr(pthread_t th, pthread_attr_t *attr) KPP_HIDDEN;
 
 /*
  * kpp_process_check - a child that no atfork handler saw (_Fork, clone)
@@ -578,6 +583,10 @@ bool kpp_foreign_process(void) KPP_HIDDEN;
 bool kpp_opted_out(void) KPP_HIDDEN;
 /* kpp_excluded - this process is listed in /etc/kpprof/exclude. */
 bool kpp_excluded(void) KPP_HIDDEN;
+/* kpp_dynsym_defines - the object exports a definition of @name that other
+ * objects' references bind to: 1 yes, 0 no, -1 cannot tell (no hash
+ * table).  Read from its tables, nothing called (dynsym.c). */
+int kpp_dynsym_defines(const struct dl_phdr_info *info, const char *name) KPP_HIDDEN;
 
 /* --------------------------------------------------------- misc */
 

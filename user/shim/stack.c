@@ -27,7 +27,8 @@
  *    thread's own stack: each frame pointer must lie between the current
  *    frame and the stack's top (from pthread_getattr_np, once per thread),
  *    be 8-aligned and grow strictly; so on a sigaltstack or a coroutine's
- *    stack it records nothing.
+ *    stack it records nothing, nor inside pthread_getattr_np before the
+ *    thread's bounds are known (getattr.c).
  */
 #include <pthread.h>
 #include <string.h>
@@ -61,16 +62,23 @@ static void stack_bounds(struct kpp_thread *t, uintptr_t fp)
 	void *addr;
 	size_t size;
 
-	t->stack_known = 1;
 	t->stack_lo = t->stack_hi = 0;
 	if (!kpp_getrlimit(RLIMIT_STACK, &rl) && rl.rlim_cur < main_size)
 		main_size = rl.rlim_cur;
 	if (__libc_stack_end && here < top && here >= top - main_size) {
+		t->stack_known = 1;
 		t->stack_lo = top - main_size;
 		t->stack_hi = top;
 		return;
 	}
-	if (pthread_getattr_np(pthread_self(), &attr))
+	/*
+	 * Inside pthread_getattr_np this thread may hold the lock it takes
+	 * (getattr.c): no bounds, no stack, until a sample outside it.
+	 */
+	if (t->in_getattr)
+		return;
+	t->stack_known = 1;
+	if (kpp_real_getattr(pthread_self(), &attr))
 		return;
 	if (!pthread_attr_getstack(&attr, &addr, &size)) {
 		t->stack_lo = (uintptr_t)addr;
@@ -97,7 +105,12 @@ static unsigned int stack_fp(struct kpp_thread *t, uintptr_t fp, __u64 *pcs,
 		const uintptr_t *frame = (const uintptr_t *)fp;
 		uintptr_t next, ret;
 
-		if ((fp & 7) || fp + 2 * sizeof(uintptr_t) > hi)
+		/*
+		 * Not fp + 16 > hi: a frame-pointer-less caller's rbp of -16
+		 * (binutils' as) wraps it to 0 and the read faults.  hi is a
+		 * stack's top, never below 16.
+		 */
+		if ((fp & 7) || fp > hi - 2 * sizeof(uintptr_t))
 			break;
 		next = frame[0];
 		ret = frame[1];
