@@ -398,7 +398,5 @@ void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
 		.t = t, .lock = lock, .delay_ns = delay_ns, .rate = rate, .kind = kind,
 	};
 
-	/* refused anyway (kpp_pring_refuses): no walk */
-	if (!kpp_pring_refuses(kind, sizeof(struct kpprof_rec_contention) + sizeof(__u64)))
-		kpp_on_private_stack(t, contention_body, &j);
+	kpp_on_private_stack(t, contention_body, &j);
 }

@@ -127,12 +127,6 @@ void kpp_heap_sampled(struct kpp_thread *t, void *p, size_t size)
 
 	if (!p || !rate || !kpp_sample_begin(t, &sf))
 		return;
-	/* A full ring would refuse the ALLOC: no walk, no entry in the set
-	 * (its free needs no FREE), counted as refused. */
-	if (kpp_pring_refuses(KPPROF_REC_ALLOC, sizeof(struct kpprof_rec_alloc) + sizeof(__u64))) {
-		kpp_sample_end(t, &sf);
-		return;
-	}
 	/* Remember the address first: a free racing with the record must
 	 * find it.  No record went in (no stack, ring full, stopped): forget
 	 * it again, its free needs no FREE record. */

@@ -374,47 +374,6 @@ static int ring_write(const void *rec, size_t len)
 	return 0;
 }
 
-/*
- * kpp_pring_refuses - a sample is about to make a record of kind @kind,
- * at least @len bytes (its stack is not taken yet): if ring_write() would
- * refuse even that now, the record is counted as refused here, as
- * ring_write() would count it (lost[kind], kpp.writes_dropped), and the
- * sample gives up before the stack walk, the mappings and the sampled
- * set's insert and remove, which a refused record wastes.  At rate 1 a
- * burst fills a 64 KiB ring in a fraction of a drain period: glib's
- * gmenumodel test had 10.7 million of its 17.7 million ALLOC records
- * refused, each after a full walk.  The same decision ring_write() makes
- * (the room of a sample, one kick that might free some, test mode's
- * drain), a moment earlier; a drain that frees room in between loses
- * that one record, as a drain a moment later would have.  The caller
- * is inside a sampling path (kpp_sample_begin: a _Fork child has been
- * told, so the ring's address is its own); false without a mapped ring.
- */
-bool kpp_pring_refuses(unsigned int kind, size_t len)
-{
-	struct kpprof_pring_hdr *hdr;
-	uint64_t total = entry_size(len), room = pr.size - MARK_RESERVE, h, t;
-
-	if (atomic_load_explicit(&pr_state, memory_order_acquire) != PR_MAPPED)
-		return false;
-	hdr = pr.hdr;
-	h = __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE);
-	t = __atomic_load_n(&hdr->tail, __ATOMIC_ACQUIRE);
-	if (likely(h + total - t <= room))
-		return false;
-	if (!kpp.test_sink && kick(t)) {
-		h = __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE);
-		t = __atomic_load_n(&hdr->tail, __ATOMIC_ACQUIRE);
-		if (h + total - t <= room)
-			return false;
-	}
-	__atomic_fetch_add(&hdr->lost[kind < KPPROF_LOST_KINDS ? kind : 0], 1, __ATOMIC_RELAXED);
-	atomic_fetch_add_explicit(&kpp.writes_dropped, 1, memory_order_relaxed);
-	if (kpp.test_sink)
-		test_drain(TD_IF_FREE);
-	return true;
-}
-
 int kpp_pring_submit(const void *rec, size_t len)
 {
 	int st;

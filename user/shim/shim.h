@@ -459,9 +459,6 @@ int kpp_pring_submit(const void *rec, size_t size) KPP_HIDDEN;
  * thread is inside kpp_emit() (called by kpp_emit()) */
 void kpp_pring_close_fd_when_alone(void) KPP_HIDDEN;
 bool kpp_pring_mapped(void) KPP_HIDDEN;
-/* a sample's record of @kind, @len bytes at least, would be refused now
- * (the ring full even after a kick): counted as the refusal it would be */
-bool kpp_pring_refuses(unsigned int kind, size_t len) KPP_HIDDEN;
 /* wait (bounded, sleeping) for room in the ring; only where syscalls are safe */
 bool kpp_pring_wait_room(const void *rec, size_t len, uint64_t max_ns) KPP_HIDDEN;
 /* a new child: the parent's ring is not here; maps the child's own if the
