@@ -4,7 +4,7 @@
  * them, ROUNDS times, at rate 1 in test mode with the emulated ring
  * (KPPROF_TEST_RING=1): several producers fill the 64 KiB ring faster than
  * the one thread at a time that drains it, so many samples meet a full ring
- * (kpp_pring_refuses, pring.c).  At exit (a destructor: the program's run
+ * (ring_write(), pring.c).  At exit (a destructor: the program's run
  * before the shim's) it prints the allocations it made and the ring's own
  * lost[] counters (struct kpprof_pring_hdr, found by the memfd's name):
  *   "allocs N lost_alloc A lost_free F"

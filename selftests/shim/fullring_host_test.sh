@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# A sample that meets a full ring (6c29987: kpp_pring_refuses gives up
-# before the stack walk) is counted as the refused record it would have
-# been, and the records that do go in stay consistent.  fullring_burst:
+# A sample that meets a full ring is counted as the refused record it
+# is, and the records that do go in stay consistent (written to guard
+# 6c29987, which gave up such samples before their walk, since reverted:
+# it fails with the refusal's lost[] count removed).  fullring_burst:
 # 4 threads, 240000 mallocs and frees at rate 1, test mode with the
 # emulated ring (KPPROF_TEST_RING=1), which they fill (one drainer at a
 # time).  Checked, per shim build:
