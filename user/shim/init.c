@@ -486,9 +486,11 @@ check_abi:
 		goto err_unmap;
 	/*
 	 * The seccomp probe, right after the config page, while syscalls are
-	 * known safe; a module without it refuses the mmap (EINVAL).
+	 * known safe; a module without it refuses the mmap (EINVAL).  Not
+	 * in test mode: no module to ask.
 	 */
-	kpp_probe_map(fd, pagesz);
+	if (!kpp.test_sink)
+		kpp_probe_map(fd, pagesz);
 	/* The sampled-address table is set up at the first sample. */
 	kpp.fd = fd;
 	kpp.page = page;
