@@ -94,7 +94,8 @@
  * not inherited across fork() (they are VM_IO, so madvise(MADV_DOFORK) on
  * them is EINVAL, and no get_user_pages() pin can hold them), left out of
  * core dumps (as perf's); the consumer's are revoked when the consumer
- * detaches; the config page is inherited.
+ * detaches; the config page and the seccomp probe
+ * (KPPROF_PGOFF_SECCOMP_PROBE) are inherited.
  * The file is a stream: lseek(2), pread(2) and pwrite(2) are ESPIPE.
  *
  *   info.cons_pgoff    consumer page, read-write: __u64 cons_pos at offset 0
@@ -339,6 +340,7 @@ struct kpprof_config_page {
 #define KPPROF_FEAT_SUBMIT_IOCTL	_BITULL(3)
 #define KPPROF_FEAT_PRING	_BITULL(4)
 #define KPPROF_FEAT_DOORBELL	_BITULL(5)
+#define KPPROF_FEAT_SECCOMP_PROBE	_BITULL(6)
 
 /**
  * struct kpprof_info - what the module is (output only)
@@ -365,7 +367,12 @@ struct kpprof_config_page {
  * @doorbell_pgoff:  page offset of a file's doorbell (KPPROF_FEAT_DOORBELL;
  *                   0 from a module without it).
  * @doorbell_map_len: bytes a doorbell mapping must have (two pages).
- * @reserved:        zero.
+ * @probe_pgoff:     page offset of the seccomp probe
+ *                   (KPPROF_FEAT_SECCOMP_PROBE; 0 from a module without it).
+ * @probe_map_len:   bytes a probe mapping must have (two pages); 0 from a
+ *                   module without it.
+ *
+ * A later member is appended (the struct is versioned by its size).
  */
 struct kpprof_info {
 	__u32 abi_version;
@@ -386,7 +393,9 @@ struct kpprof_info {
 	/* in ABI 3's reserved bytes: zero from a module without the feature */
 	__u64 doorbell_pgoff;
 	__u64 doorbell_map_len;
-	__u64 reserved[2];
+	/* in ABI 3's last reserved bytes: zero from a module without it */
+	__u64 probe_pgoff;
+	__u64 probe_map_len;
 };
 
 #define KPPROF_INFO_SIZE_VER0	64
@@ -579,6 +588,30 @@ struct kpprof_format_arg {
  * read of the page the last kick mapped is no kick.
  */
 #define KPPROF_PGOFF_DOORBELL	0x200000
+/*
+ * The seccomp probe (KPPROF_FEAT_SECCOMP_PROBE): does the calling thread
+ * have a seccomp filter?  Asked without a syscall, so a filter installed
+ * behind the shim's back (a raw `syscall` instruction) cannot forbid the
+ * question.  kpprof_info.probe_map_len bytes (two pages) at
+ * kpprof_info.probe_pgoff, MAP_SHARED and PROT_READ only (PROT_WRITE,
+ * PROT_EXEC: EPERM; MAP_PRIVATE or another length: EINVAL; a later
+ * mprotect() to write or execute: EACCES; mremap() cannot grow it), by
+ * any file of the device (it tells a thread what /proc/self/status tells
+ * it).  Inherited across fork() at the same address, with neither page
+ * mapped in the child (VM_WIPEONFORK: MADV_KEEPONFORK on it, or
+ * MADV_DONTFORK, only spoils the caller's own children's answers).
+ * Reading a page that is not mapped in faults; the kernel maps that page
+ * in and takes the other one out, and the page reads, at offset 0, a
+ * __u32 that is 0 if the faulting thread has no seccomp filter (mode
+ * SECCOMP_MODE_DISABLED) and non-zero if it has one (strict or filter
+ * mode).  So a thread that reads page 0, then page 1, then page 0 ...
+ * gets a fresh answer for itself at each read; a read of the page the
+ * last fault mapped repeats that fault's answer, whichever thread asked.
+ * A filter is never removed: a non-zero answer holds for good.  The
+ * answer is the thread's own: another thread's filter installed without
+ * SECCOMP_FILTER_FLAG_TSYNC does not show.
+ */
+#define KPPROF_PGOFF_SECCOMP_PROBE	0x300000
 
 #define KPPROF_RING_BUSY	0x80000000U
 /*

@@ -8,6 +8,8 @@
 #define _KPP_COMPAT_H
 
 #include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
 
 /*
  * Each KPP_HAVE_* comes from Kbuild, which looks for the feature in the
@@ -37,5 +39,20 @@ static inline void kpp_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t fla
 	vm_flags_clear(vma, flags);
 }
 #endif
+
+/*
+ * The seccomp mode of @t (SECCOMP_MODE_DISABLED, 0: no filter).  Not a
+ * version difference but a configuration one: a kernel built without
+ * CONFIG_SECCOMP has an empty struct seccomp, and no filter.  Another
+ * thread's TSYNC may set it at any time: one load.
+ */
+static inline int kpp_seccomp_mode(struct task_struct *t)
+{
+#ifdef CONFIG_SECCOMP
+	return READ_ONCE(t->seccomp.mode);
+#else
+	return 0;
+#endif
+}
 
 #endif /* _KPP_COMPAT_H */

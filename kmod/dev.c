@@ -229,7 +229,8 @@ static long kpp_ioctl_get_info(void __user *uarg, size_t usize)
 		.page_size = PAGE_SIZE,
 		.features = KPPROF_FEAT_CONFIG_PAGE | KPPROF_FEAT_RING_MMAP |
 			    KPPROF_FEAT_FORMAT_TEXT | KPPROF_FEAT_SUBMIT_IOCTL |
-			    KPPROF_FEAT_PRING | KPPROF_FEAT_DOORBELL,
+			    KPPROF_FEAT_PRING | KPPROF_FEAT_DOORBELL |
+			    KPPROF_FEAT_SECCOMP_PROBE,
 		.ring_size = kpp_dev.ring.size,
 		.max_record_size = KPP_RECORD_SIZE_MAX,
 		.producer_gid = READ_ONCE(kpp_dev.producer_gid),
@@ -243,6 +244,8 @@ static long kpp_ioctl_get_info(void __user *uarg, size_t usize)
 		.pring_total_max = kpp_dev.pring_total_max,
 		.doorbell_pgoff = KPPROF_PGOFF_DOORBELL,
 		.doorbell_map_len = kpp_doorbell_map_len(),
+		.probe_pgoff = KPPROF_PGOFF_SECCOMP_PROBE,
+		.probe_map_len = kpp_probe_map_len(),
 	};
 
 	return kpp_copy_struct_out(uarg, usize, &info, sizeof(info));
@@ -491,6 +494,8 @@ static int kpp_mmap(struct file *file, struct vm_area_struct *vma)
 		return kpp_pring_mmap(file->private_data, file, vma);
 	if (vma->vm_pgoff == KPPROF_PGOFF_DOORBELL)
 		return kpp_doorbell_mmap(file->private_data, file, vma);
+	if (vma->vm_pgoff == KPPROF_PGOFF_SECCOMP_PROBE)
+		return kpp_probe_mmap(vma);
 	if (vma->vm_pgoff != KPPROF_PGOFF_CONSUMER &&
 	    vma->vm_pgoff != KPPROF_PGOFF_PRODUCER)
 		return -EINVAL;

@@ -357,6 +357,12 @@ void kpp_pring_doorbell(struct mm_struct *mm);
 int kpp_doorbell_mmap(struct kpp_file *kf, struct file *file,
 		      struct vm_area_struct *vma);
 u64 kpp_doorbell_map_len(void);
+
+/* probe.c */
+int kpp_probe_mmap(struct vm_area_struct *vma);
+u64 kpp_probe_map_len(void);
+int kpp_probe_init(void);
+void kpp_probe_exit(void);
 u64 kpp_pring_lost_total(void);
 int kpp_pring_init(u64 size, u64 total_max, u64 uid_max,
 		   unsigned int period_ms);

@@ -133,6 +133,10 @@ static int __init kpp_mod_init(void)
 	if (err)
 		goto err_config;
 
+	err = kpp_probe_init();
+	if (err)
+		goto err_probe;
+
 	err = kpp_dev_register();
 	if (err)
 		goto err_device;
@@ -142,6 +146,8 @@ static int __init kpp_mod_init(void)
 	return 0;
 
 err_device:
+	kpp_probe_exit();
+err_probe:
 	kpp_config_free(&kpp_dev.config);
 err_config:
 	kfree(kpp_dev.format);
@@ -157,6 +163,7 @@ err_ring:
 static void __exit kpp_mod_exit(void)
 {
 	kpp_dev_unregister();
+	kpp_probe_exit();
 	kpp_config_free(&kpp_dev.config);
 	kfree(kpp_dev.format);
 	kpp_pring_exit();

@@ -36,7 +36,6 @@ TEST_F(dev, info_fields)
 {
 	struct kpprof_info info;
 	long page = sysconf(_SC_PAGESIZE);
-	unsigned int i;
 
 	ASSERT_EQ(0, dev__info(self->fd, &info));
 	EXPECT_EQ(KPPROF_ABI_VERSION, info.abi_version);
@@ -72,8 +71,12 @@ TEST_F(dev, info_fields)
 	EXPECT_TRUE(info.features & KPPROF_FEAT_DOORBELL);
 	EXPECT_EQ(KPPROF_PGOFF_DOORBELL, info.doorbell_pgoff);
 	EXPECT_EQ(2 * (__u64)page, info.doorbell_map_len);
-	for (i = 0; i < sizeof(info.reserved) / sizeof(info.reserved[0]); i++)
-		EXPECT_EQ(0, info.reserved[i]);
+	/* the seccomp probe, in ABI 3's last reserved words */
+	EXPECT_TRUE(info.features & KPPROF_FEAT_SECCOMP_PROBE);
+	EXPECT_EQ(KPPROF_PGOFF_SECCOMP_PROBE, info.probe_pgoff);
+	EXPECT_EQ(2 * (__u64)page, info.probe_map_len);
+	/* the struct kept its size */
+	EXPECT_EQ(KPPROF_INFO_SIZE_VER1, sizeof(info));
 }
 
 TEST_F(dev, unknown_nr_enotty)

@@ -66,7 +66,7 @@ TEST(no_implicit_padding)
 	EXPECT_EQ(sizeof(struct kpprof_config_page),
 		  4 + 4 + 8 + sizeof(struct kpprof_config) + 4 + 4);
 	EXPECT_EQ(sizeof(struct kpprof_info),
-		  4 + 4 + 8 + 8 + 4 + 4 + 8 + 9 * 8 + MEMBER_SIZE(struct kpprof_info, reserved));
+		  4 + 4 + 8 + 8 + 4 + 4 + 8 + 11 * 8);
 	EXPECT_EQ(sizeof(struct kpprof_stats),
 		  2 * 8 + MEMBER_SIZE(struct kpprof_stats, dropped) + 5 * 8 +
 		  4 + 4 + 5 * 8);

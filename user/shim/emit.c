@@ -58,6 +58,15 @@ int kpp_submit(const void *rec, size_t size)
 			errno = EIO;
 		return -1;
 	}
+	/*
+	 * No ring: a syscall a filter installed behind our back may forbid.
+	 * A sampling path asked the seccomp probe at its start already, exit
+	 * and exec just before the record (@probed).
+	 */
+	if (!kpp_thread.sampling && !kpp_thread.probed && kpp_filtered(false)) {
+		errno = ECANCELED;
+		return -1;
+	}
 	do
 		r = kpp_ioctl(kpp.fd, KPPROF_IOC_SUBMIT, rec);
 	while (r < 0 && errno == EINTR);
@@ -247,6 +256,10 @@ int kpp_emit(const void *rec, size_t size)
 	} else if (errno == ENOBUFS) {
 		atomic_fetch_add_explicit(&kpp.writes_dropped, 1, memory_order_relaxed);
 		ret = ENOBUFS;
+	} else if (errno == ECANCELED) {
+		/* the seccomp probe stopped us (kpp_filtered()) */
+		atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
+		ret = ECANCELED;
 	} else if ((errno == ENOTTY || errno == EBADF) && (ret = errno, kpp_foreign_process())) {
 		/* A vfork child that closed descriptors: its failure only;
 		 * the memory, and kpp.stopped, are its parent's. */

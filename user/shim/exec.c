@@ -67,10 +67,13 @@ static bool before_exec(void)
 		return false;
 	t->guard = 1;
 	kpp_process_check();
-	if (!kpp_foreign_process()) {
+	/* the getpid, and a SUBMIT without a ring: the seccomp probe first */
+	if (!kpp_filtered(true) && !kpp_foreign_process()) {
 		sent = kpp_writes_ok();
 		if (sent) {
+			t->probed = 1;
 			kpp_emit_comm(KPPROF_COMM_EXEC);
+			t->probed = 0;
 			kpp_pring_flush(false);
 			ended = kpp_writes_ok() != sent;
 		}

@@ -160,9 +160,20 @@ bool kpp_sample_begin(struct kpp_thread *t, struct kpp_sample_frame *sf)
 	t->guard = 1;
 	t->saved_errno = errno;
 	kpp_process_check();
+	/*
+	 * No ring yet (the first sample, or none to be had): this sample may
+	 * make syscalls (the ring's set-up, SUBMIT, the unwinder's first
+	 * steps, the sampled-address table), which a filter installed behind
+	 * our back may forbid: ask the seccomp probe first.  With a ring
+	 * (every later sample) nothing is asked.
+	 */
+	if (unlikely(!kpp_pring_mapped()))
+		kpp_filtered(false);
 	/* Pairs with seccomp.c: announce, then re-check. */
 	kpp_samplers_enter();
 	if (atomic_load(&kpp.stopped) || atomic_load(&kpp.ready) != 1) {
+		if (atomic_load(&kpp.stopped))
+			atomic_fetch_add_explicit(&kpp.unsent, 1, memory_order_relaxed);
 		kpp_samplers_leave();
 		errno = t->saved_errno;
 		t->guard = 0;
@@ -215,7 +226,17 @@ static void new_process(bool threaded)
 	const volatile int *a = atomic_load(&kpp.alive);
 	int saved = errno;	/* fork() returned 0: the program's errno stays */
 
-	kpp.pid = kpp_getpid();
+	/*
+	 * A filter the shim never saw (a raw `syscall` instruction in the
+	 * parent, or in this child before its first sample: _Fork, clone)
+	 * may forbid every syscall below: the seccomp probe first, a fault.
+	 * A stopped child makes none of them, not even getpid (kpp.pid 0:
+	 * kpp_foreign_process() asks nothing).
+	 */
+	if (atomic_load(&kpp.stopped) || kpp_filtered(false))
+		kpp.pid = 0;
+	else
+		kpp.pid = kpp_getpid();
 	/*
 	 * No producer ring here (VM_DONTCOPY).  A parent that had one maps
 	 * the child's own now (pring.c): the child's records, COMM (FORK)
@@ -463,6 +484,13 @@ check_abi:
 	/* Only now, when we would profile: see optout.c. */
 	if (kpp_excluded())
 		goto err_unmap;
+	/*
+	 * The seccomp probe, right after the config page, while syscalls are
+	 * known safe; a module without it refuses the mmap (EINVAL).  Not
+	 * in test mode: no module to ask.
+	 */
+	if (!kpp.test_sink)
+		kpp_probe_map(fd, pagesz);
 	/* The sampled-address table is set up at the first sample. */
 	kpp.fd = fd;
 	kpp.page = page;
@@ -531,6 +559,7 @@ static void kpp_init(void)
 	 */
 	kpp_emit_comm(KPPROF_COMM_START);
 	kpp_check_interposed();
+	kpp_probe_arm();
 	t->guard = 0;
 	atomic_store_explicit(&kpp.ready, 1, memory_order_release);
 	kpp_debug("sampling (unwinder %s)", kpp.unwind_libunwind ? "dwarf" : "fp");
@@ -556,9 +585,12 @@ static void kpp_fini(void)
 	 * at every exit of a process that opened the device (about 0.1 us,
 	 * the only syscall this adds to a process that never samples).  Not
 	 * in a stopped process: a filter may forbid it, and nothing is sent
-	 * there anyway.
+	 * there anyway; nor after the seccomp probe says a filter the shim
+	 * never saw is in force (then it stops, with a NOTE into the ring if
+	 * there is one: a vfork child's goes into its parent's, whose
+	 * vforking thread has the same filter).
 	 */
-	if (!atomic_load(&kpp.stopped) && kpp_foreign_process())
+	if (!atomic_load(&kpp.stopped) && !kpp_filtered(true) && kpp_foreign_process())
 		return;
 	/*
 	 * No record after EXIT: new samples stop here, and so do the FREEs of
@@ -574,7 +606,9 @@ static void kpp_fini(void)
 				      kpp_emitters() > (int)t->emitting); i++)
 		kpp_sched_yield();
 	t->last_record = 1;
+	t->probed = 1;		/* asked above, unless stopped */
 	kpp_emit_comm(KPPROF_COMM_EXIT);
+	t->probed = 0;
 	t->last_record = 0;
 	kpp_pring_flush(false);
 	kpp_debug("producer ring %s, SUBMIT fallbacks %llu",

@@ -391,6 +391,9 @@ int kpp_pring_submit(const void *rec, size_t len)
 	/* COMM records alone never make a ring: most processes never sample */
 	if (st != PR_NONE || ((const struct kpprof_record *)rec)->kind == KPPROF_REC_COMM)
 		return -1;
+	/* the set-up's syscalls: a sampling path asked the probe already */
+	if (!kpp_thread.sampling && !kpp_thread.probed && kpp_filtered(false))
+		return ECANCELED;
 	if (setup(NULL, NULL))
 		return -1;
 	return ring_write(rec, len);
@@ -406,7 +409,15 @@ void kpp_pring_close_fd_when_alone(void)
 	 * any later one sees the ring mapped
 	 */
 	if (likely(!atomic_load_explicit(&fd_close_pending, memory_order_relaxed)) ||
-	    kpp_emitters() + kpp_samplers() > 1 || !atomic_exchange(&fd_close_pending, 0))
+	    kpp_emitters() + kpp_samplers() > 1)
+		return;
+	/*
+	 * A close the program may forbid with a filter we never saw: the
+	 * seccomp probe first (once: the fault costs about what the close
+	 * does).  Filtered, the descriptor stays open (CLOEXEC).
+	 */
+	if (atomic_load(&kpp.stopped) == KPP_STOP_SECCOMP || kpp_filtered(true) ||
+	    !atomic_exchange(&fd_close_pending, 0))
 		return;
 	fd = kpp.fd;
 	kpp.fd = -1;

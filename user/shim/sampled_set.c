@@ -236,10 +236,15 @@ static int table_add(int i)
 {
 	unsigned int bits = T0_BITS + T_STEP * (unsigned int)i;
 	size_t len = table_bytes(bits) + table_pages(bits);
-	void *m = kpp_mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	struct table *t = &tables[i];
+	void *m;
 
+	/* growth (not the first table: its sample asked already) is an
+	 * mmap a filter the shim never saw may forbid: the probe first */
+	if (i > 0 && kpp_filtered(true))
+		return -1;
+	m = kpp_mmap(NULL, len, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		return -1;
 	t->b = m;
@@ -350,6 +355,9 @@ static void filter_maybe_grow(uint64_t live)
 	bits = level_bits(cur) + F_STEP;
 	n = atomic_load(&nr_flevels);
 	if (live <= (1ULL << (bits - F_STEP)) >> F_SPARSE || n >= F_LEVELS)
+		goto out;
+	/* an mmap and a madvise: the seccomp probe first (table_add()) */
+	if (kpp_filtered(true))
 		goto out;
 	m = kpp_mmap(NULL, (size_t)1 << bits, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

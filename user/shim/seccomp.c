@@ -23,6 +23,22 @@
  *    dynamic loader needed anyway to start the program.  If it is not 0
  *    the shim stays in pass-through; nothing can be sent, not even a note.
  *
+ *  - A filter installed behind our back, with the program's own `syscall`
+ *    instruction (browser sandboxes, Go's RawSyscall): no wrapper sees it.
+ *    Once a process's ring is mapped a sample makes no syscall, but the
+ *    shim still makes a few on its own: the ring's set-up at the first
+ *    sample, a fork child's set-up, a COMM record without a ring (SUBMIT),
+ *    the getpid at exit and at exec, the close of the start-up
+ *    descriptor, a private stack or a bigger sampled-address table.
+ *    Before each, kpp_filtered() asks the module's seccomp probe
+ *    (KPPROF_PGOFF_SECCOMP_PROBE), mapped at start-up right after the
+ *    config page: a read of one of two pages, a page fault answered for
+ *    the faulting thread, so no filter can forbid the question.  The
+ *    pages are read alternately (probe_reads, inherited by children, as
+ *    the mapping is), so each read faults and answers afresh.  Filtered:
+ *    the shim stops as for a filter it saw, makes no syscall, and says
+ *    so with a NOTE only if the ring is mapped (no syscall either).
+ *
  * Stopped, the heap countdowns keep running (no syscall) and each event
  * that would have been sampled is counted in kpp.unsent; contention
  * timing stops (it reads the clock).  KPPROF_DEBUG stays silent too: its
@@ -34,6 +50,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -107,6 +124,70 @@ bool kpp_seccomp_inherited(void)
 	atomic_store(&kpp.seccomp_checked, 1);
 	errno = saved;
 	return mode != 0;
+}
+
+/*
+ * The probe: two read-only pages of the device (ioctl/kpprof.h,
+ * KPPROF_PGOFF_SECCOMP_PROBE), inherited by fork children at the same
+ * address, neither page mapped in the child.  Armed once start-up is over
+ * (start-up is unfiltered, or the /proc check stopped us).
+ */
+static const volatile unsigned char *probe;
+static size_t probe_page;
+static _Atomic unsigned int probe_reads;
+static _Atomic int probe_armed;
+
+void kpp_probe_map(int fd, long pagesz)
+{
+	void *m = kpp_mmap(NULL, 2 * (size_t)pagesz, PROT_READ, MAP_SHARED, fd,
+			   (off_t)KPPROF_PGOFF_SECCOMP_PROBE * pagesz);
+
+	if (m == MAP_FAILED)
+		return;		/* an older module: as before the probe */
+	probe = m;
+	probe_page = (size_t)pagesz;
+}
+
+void kpp_probe_arm(void)
+{
+	atomic_store(&probe_armed, 1);
+}
+
+/* the NOTE of a stop the probe saw: into a mapped ring only (no syscall) */
+static void note_unseen(void)
+{
+	struct kpprof_rec_note note;
+
+	if (!kpp_pring_mapped())
+		return;
+	memset(&note, 0, sizeof(note));
+	note.hdr.kind = KPPROF_REC_NOTE;
+	note.hdr.size = sizeof(note);
+	note.what = KPPROF_NOTE_SECCOMP;
+	note.value = atomic_load(&kpp.unsent);
+	if (!kpp_submit(&note, sizeof(note)))
+		atomic_fetch_add_explicit(&kpp.writes_ok, 1, memory_order_relaxed);
+}
+
+bool kpp_filtered(bool note)
+{
+	const volatile unsigned char *p = probe;
+	unsigned int n;
+	int saved;
+
+	if (atomic_load_explicit(&kpp.stopped, memory_order_relaxed) == KPP_STOP_SECCOMP)
+		return true;
+	if (!p || !atomic_load_explicit(&probe_armed, memory_order_relaxed))
+		return false;
+	n = atomic_fetch_add_explicit(&probe_reads, 1, memory_order_relaxed);
+	if (!*(const volatile uint32_t *)(p + (n & 1) * probe_page))
+		return false;
+	/* no waiting for other threads (seccomp.c's stop needs a clock) */
+	saved = errno;
+	if (!atomic_exchange(&kpp.stopped, KPP_STOP_SECCOMP) && note)
+		note_unseen();
+	errno = saved;
+	return true;
 }
 
 /* Stop for good, then report it while the ioctl is still allowed. */

@@ -138,6 +138,9 @@ static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
  *             its shard's samplers.
  * @last_record: this thread is emitting the process's COMM (EXIT), the one
  *             record kpp.exiting lets through.
+ * @probed:    the seccomp probe answered "no filter" for this thread just
+ *             before the record it is emitting (exit, exec): that
+ *             record's SUBMIT does not ask again (kpp_filtered()).
  */
 /* a record's write, a handler's inside it, and two more levels of those */
 #define KPP_RING_NEST	4
@@ -166,6 +169,7 @@ struct kpp_thread {
 	int map_buf;			/* maps.c record buffer held + 1, 0: none */
 	uint32_t last_record;
 	uint32_t sampling;
+	uint32_t probed;
 	/*
 	 * The producer ring entries this thread reserved and has not
 	 * committed, in nesting order (a handler's record inside another's):
@@ -557,6 +561,25 @@ void kpp_seccomp_resolve(void) KPP_HIDDEN;
  * calls it without marking the thread as inside it (getattr.c). */
 void kpp_getattr_resolve(void) KPP_HIDDEN;
 int kpp_real_getattr(pthread_t th, pthread_attr_t *attr) KPP_HIDDEN;
+/*
+ * kpp_probe_map - map the module's seccomp probe from the start-up
+ * descriptor @fd (one mmap; a module without it: EINVAL, no probe);
+ * kpp_probe_arm - start-up is over: from now on kpp_filtered() asks.
+ */
+void kpp_probe_map(int fd, long pagesz) KPP_HIDDEN;
+void kpp_probe_arm(void) KPP_HIDDEN;
+/*
+ * kpp_filtered - before a syscall the shim makes on its own after
+ * start-up: has this thread a seccomp filter the shim has not seen (a
+ * raw `syscall` instruction)?  One read of a probe page, a page fault,
+ * no syscall (seccomp.c).  True: the shim is stopped (KPP_STOP_SECCOMP,
+ * as for a filter it saw) and the caller makes no syscall; with @note
+ * and a mapped ring, a KPPROF_NOTE_SECCOMP goes into it (the caller must
+ * be a process that knows it is one: kpp_process_check() done).  False
+ * without a probe (an older module, test mode) or before start-up ends.
+ * Never on the per-sample path of a process with a ring.
+ */
+bool kpp_filtered(bool note) KPP_HIDDEN;
 
 /*
  * kpp_process_check - a child that no atfork handler saw (_Fork, clone)

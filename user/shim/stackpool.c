@@ -108,13 +108,21 @@ static bool strict_overcommit(void)
 	return c == '2';
 }
 
-/* The slot's stack, mapped on its first use; NULL if mmap failed. */
-static void *slot_stack(int i)
+/*
+ * The slot's stack, mapped on its first use; NULL if mmap failed, or if
+ * (@ask) the seccomp probe says a filter the shim never saw is in force
+ * (its mmap, mprotect, madvise and the overcommit file's open are what
+ * such a filter may forbid; the premap, at the ring's set-up, has just
+ * asked).
+ */
+static void *slot_stack(int i, bool ask)
 {
 	void *s = atomic_load_explicit(&stacks[i], memory_order_relaxed);
 
 	if (likely(s))
 		return s;
+	if (ask && kpp_filtered(true))
+		return NULL;
 	/* Only the claimant of slot i gets here: no race on stacks[i].
 	 * Once per slot and process: the mapping, no huge pages (with THP
 	 * "always" a handler's first touch would fault in 2 MiB). */
@@ -190,7 +198,7 @@ void kpp_stackpool_premap(void)
 		    (used & (1ULL << i)) ||
 		    !atomic_compare_exchange_strong(&slots_used, &used, used | (1ULL << i)))
 			continue;
-		slot_stack(i);
+		slot_stack(i, false);
 		release(i);
 	}
 }
@@ -238,7 +246,7 @@ bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
 		atomic_fetch_add_explicit(&busy, 1, memory_order_relaxed);
 		return false;
 	}
-	s = slot_stack(i);
+	s = slot_stack(i, true);
 	if (!s) {
 		release(i);
 		atomic_fetch_add_explicit(&map_failed, 1, memory_order_relaxed);

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The seccomp probe (ioctl/kpprof.h, KPPROF_PGOFF_SECCOMP_PROBE): a
+ * question a preloaded shim can ask without a syscall.  A program may
+ * install a seccomp filter with a raw `syscall` instruction, which the
+ * shim's wrappers never see (browser sandboxes, Go's RawSyscall), and
+ * such a filter usually kills (SIGSYS) for the syscalls the shim still
+ * makes now and then (its ring's set-up, a fork child's, a COMM record
+ * without a ring, the getpid at exit).  Before each of them the shim
+ * reads a probe page: a fault, which no filter can forbid, answered here
+ * for the faulting thread.
+ *
+ * Two pages, read-only, with no PTE at mmap time.  A read of a page that
+ * is not mapped in faults here: the fault takes the other page out of
+ * this vma and maps the faulting one in, as the zero page when the
+ * faulting thread has no seccomp filter (SECCOMP_MODE_DISABLED), else
+ * as probe_page, whose first __u32 is KPP_PROBE_FILTERED.  A reader
+ * that reads the pages alternately thus gets a fresh answer, for
+ * itself, at every read.  Only this vma's own PTEs are ever touched.
+ * No drain, no lock, nothing counted: a fault, a zap and a PTE.
+ *
+ * Inherited across fork, at the same address, so a fork, _Fork or clone
+ * child can ask before its own first syscall; VM_WIPEONFORK so that the
+ * child starts with no PTE: its first read faults whatever page its
+ * parent last mapped (a file mapping may carry the flag: dup_mmap()
+ * only skips the copy of the page tables).
+ *
+ * Mappable from any file: it tells the faulting thread what
+ * /proc/self/status tells it already.
+ */
+#include <linux/mm.h>
+#include <linux/gfp.h>
+#include "kpp.h"
+#include "compat.h"
+
+#define KPP_PROBE_PAGES		2
+#define KPP_PROBE_FILTERED	1
+
+/* the "filtered" answer, read-only to user space (VM_MAYWRITE cleared) */
+static struct page *probe_page;
+
+static vm_fault_t kpp_probe_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	pgoff_t other = (vmf->pgoff - KPPROF_PGOFF_SECCOMP_PROBE) ^ 1;
+	unsigned long addr, pfn;
+
+	/* VM_DONTEXPAND: the vma never covers more than the two pages */
+	if (vmf->pgoff - KPPROF_PGOFF_SECCOMP_PROBE >= KPP_PROBE_PAGES)
+		return VM_FAULT_SIGBUS;
+	/*
+	 * current is the thread that asks: get_user_pages() refuses
+	 * VM_IO | VM_PFNMAP, so no remote access (ptrace, /proc/pid/mem,
+	 * process_vm_readv()) faults here in another task's name
+	 */
+	if (kpp_seccomp_mode(current))
+		pfn = page_to_pfn(probe_page);
+	else
+		pfn = page_to_pfn(ZERO_PAGE(0));
+	/* the other page, if a partial munmap() has not taken it away */
+	other += KPPROF_PGOFF_SECCOMP_PROBE;
+	if (other >= vma->vm_pgoff) {
+		addr = vma->vm_start + ((other - vma->vm_pgoff) << PAGE_SHIFT);
+		if (addr < vma->vm_end)
+			zap_vma_ptes(vma, addr, PAGE_SIZE);
+	}
+	return vmf_insert_pfn(vma, vmf->address & PAGE_MASK, pfn);
+}
+
+static const struct vm_operations_struct kpp_probe_ops = {
+	.fault = kpp_probe_fault,
+};
+
+/**
+ * kpp_probe_mmap - map the seccomp probe
+ * @vma: exactly KPP_PROBE_PAGES pages, shared, read-only.
+ *
+ * Return: 0, -EPERM (PROT_WRITE or PROT_EXEC), -EINVAL (private, or
+ * geometry).
+ */
+int kpp_probe_mmap(struct vm_area_struct *vma)
+{
+	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
+		return -EPERM;
+	/* MAP_SHARED: VM_SHARED goes with FMODE_WRITE, VM_MAYSHARE stays */
+	if (!(vma->vm_flags & VM_MAYSHARE))
+		return -EINVAL;
+	if (vma_pages(vma) != KPP_PROBE_PAGES)
+		return -EINVAL;
+	/*
+	 * Inherited (no VM_DONTCOPY), without its PTEs (VM_WIPEONFORK);
+	 * never grown, never dumped, never made writable or executable
+	 */
+	kpp_vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP |
+			 VM_WIPEONFORK);
+	kpp_vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
+	vma->vm_ops = &kpp_probe_ops;
+	return 0;
+}
+
+/* The probe's length, for kpprof_info.probe_map_len. */
+u64 kpp_probe_map_len(void)
+{
+	return KPP_PROBE_PAGES * PAGE_SIZE;
+}
+
+int kpp_probe_init(void)
+{
+	probe_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	if (!probe_page)
+		return -ENOMEM;
+	*(u32 *)page_address(probe_page) = KPP_PROBE_FILTERED;
+	return 0;
+}
+
+/* Only once no mapping can remain: each holds the file, which holds us. */
+void kpp_probe_exit(void)
+{
+	__free_page(probe_page);
+}
