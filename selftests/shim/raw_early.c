@@ -45,17 +45,6 @@
 #define PRE_BYTES	4001
 #define POST_BYTES	4093
 
-static long raw_syscall(long nr, long a, long b, long c)
-{
-	register long r10 __asm__("r10") = 0;
-	register long r8 __asm__("r8") = 0;
-	long r;
-
-	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c),
-			 "r"(r10), "r"(r8) : "rcx", "r11", "memory");
-	return r;
-}
-
 static void say(const char *what, long v)
 {
 	char buf[96];
@@ -98,9 +87,9 @@ static int install_raw_filter(void)
 	};
 	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
 
-	if (raw_syscall(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0))
+	if (raw_syscall(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
-	return (int)raw_syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&prog);
+	return (int)raw_syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&prog, 0, 0);
 }
 
 /* the compiler may not drop a malloc whose block escapes */
@@ -187,7 +176,7 @@ int main(int argc, char **argv)
 		churn(POST_BYTES, n);
 		exit(0);
 	}
-	cpid = raw_syscall(__NR_clone, SIGCHLD, 0, 0);
+	cpid = raw_syscall(__NR_clone, SIGCHLD, 0, 0, 0, 0);
 	if (cpid == 0) {
 		churn(POST_BYTES, n);
 		exit(0);

@@ -61,18 +61,6 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int stop;
 
-/* A syscall glibc's wrappers (and so the shim) never see. */
-static long raw_syscall(long nr, long a, long b, long c)
-{
-	register long r10 __asm__("r10") = 0;
-	register long r8 __asm__("r8") = 0;
-	long r;
-
-	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c),
-			 "r"(r10), "r"(r8) : "rcx", "r11", "memory");
-	return r;
-}
-
 static void say(const char *fmt, long v)
 {
 	char buf[96];
@@ -89,7 +77,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 
 	(void)sig; (void)uc;
 	n = snprintf(buf, sizeof(buf), "SIGSYS syscall %d in %d\n", si->si_syscall,
-		     (int)raw_syscall(__NR_getpid, 0, 0, 0));
+		     (int)raw_syscall(__NR_getpid, 0, 0, 0, 0, 0));
 	(void)!write(2, buf, (size_t)n);
 	_exit(99);
 }
@@ -136,9 +124,9 @@ static int install_raw_filter(int strict)
 	}
 	memcpy(f + prog.len, tail, sizeof(tail));
 	prog.len += sizeof(tail) / sizeof(tail[0]);
-	if (raw_syscall(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0))
+	if (raw_syscall(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
-	return (int)raw_syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&prog);
+	return (int)raw_syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&prog, 0, 0);
 }
 
 static void churn(size_t n)

@@ -255,18 +255,6 @@ __attribute__((noinline)) static pid_t spawn_vfork(void)
 static pthread_mutex_t smu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int sandbox_stop;
 
-/* A syscall glibc's wrappers (and so the shim) never see. */
-static long raw_syscall(long nr, long a, long b, long c, long d, long e)
-{
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	long r;
-
-	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c),
-			 "r"(r10), "r"(r8) : "rcx", "r11", "memory");
-	return r;
-}
-
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig; (void)uc;
