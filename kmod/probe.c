@@ -17,7 +17,8 @@
  * as probe_page, whose first __u32 is KPP_PROBE_FILTERED.  A reader
  * that reads the pages alternately thus gets a fresh answer, for
  * itself, at every read.  Only this vma's own PTEs are ever touched.
- * No drain, no lock, nothing counted: a fault, a zap and a PTE.
+ * Nothing counted: a fault, a zap and a PTE, under a per-mm (hashed)
+ * mutex so that concurrent faults leave one page mapped, not two.
  *
  * Inherited across fork, at the same address, so a fork, _Fork or clone
  * child can ask before its own first syscall; VM_WIPEONFORK so that the
@@ -30,6 +31,8 @@
  */
 #include <linux/mm.h>
 #include <linux/gfp.h>
+#include <linux/hash.h>
+#include <linux/mutex.h>
 #include "kpp.h"
 #include "compat.h"
 
@@ -39,11 +42,23 @@
 /* the "filtered" answer, read-only to user space (VM_MAYWRITE cleared) */
 static struct page *probe_page;
 
+/*
+ * A fault's zap and insert, one at a time per mm: two threads faulting
+ * the two pages at once would otherwise interleave (A zaps 1, B zaps 0,
+ * A maps 0, B maps 1) into both pages mapped, after which no read ever
+ * faults again and every answer is frozen.  Hashed by mm: faults are
+ * rare (the shim asks before its own syscalls), and one process cannot
+ * hold up the others' faults.
+ */
+#define KPP_PROBE_LOCK_BITS	6
+static struct mutex probe_locks[1 << KPP_PROBE_LOCK_BITS];
+
 static vm_fault_t kpp_probe_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
-	pgoff_t other = (vmf->pgoff - KPPROF_PGOFF_SECCOMP_PROBE) ^ 1;
-	unsigned long addr, pfn;
+	struct mutex *lock = &probe_locks[hash_ptr(vma->vm_mm, KPP_PROBE_LOCK_BITS)];
+	unsigned long pfn;
+	vm_fault_t ret;
 
 	/* VM_DONTEXPAND: the vma never covers more than the two pages */
 	if (vmf->pgoff - KPPROF_PGOFF_SECCOMP_PROBE >= KPP_PROBE_PAGES)
@@ -57,14 +72,17 @@ static vm_fault_t kpp_probe_fault(struct vm_fault *vmf)
 		pfn = page_to_pfn(probe_page);
 	else
 		pfn = page_to_pfn(ZERO_PAGE(0));
-	/* the other page, if a partial munmap() has not taken it away */
-	other += KPPROF_PGOFF_SECCOMP_PROBE;
-	if (other >= vma->vm_pgoff) {
-		addr = vma->vm_start + ((other - vma->vm_pgoff) << PAGE_SHIFT);
-		if (addr < vma->vm_end)
-			zap_vma_ptes(vma, addr, PAGE_SIZE);
-	}
-	return vmf_insert_pfn(vma, vmf->address & PAGE_MASK, pfn);
+	/*
+	 * Every page of this vma out (the other one, and this one if another
+	 * thread's fault has just mapped it: this fault's answer is this
+	 * thread's), then this one in, as one step: exactly one page of the
+	 * vma is mapped after any fault
+	 */
+	mutex_lock(lock);
+	zap_vma_ptes(vma, vma->vm_start, vma->vm_end - vma->vm_start);
+	ret = vmf_insert_pfn(vma, vmf->address & PAGE_MASK, pfn);
+	mutex_unlock(lock);
+	return ret;
 }
 
 static const struct vm_operations_struct kpp_probe_ops = {
@@ -106,6 +124,8 @@ u64 kpp_probe_map_len(void)
 
 int kpp_probe_init(void)
 {
+	for (int i = 0; i < ARRAY_SIZE(probe_locks); i++)
+		mutex_init(&probe_locks[i]);
 	probe_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	if (!probe_page)
 		return -ENOMEM;

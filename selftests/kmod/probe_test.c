@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,6 +329,62 @@ TEST_F(probe, moved_and_cut)
 	EXPECT_EQ(0, munmap((char *)n + self->page, self->page));
 	EXPECT_EQ(0, ask(n, self->page, 0));
 	EXPECT_EQ(0, munmap(n, self->page));
+}
+
+/*
+ * Concurrent faults, as two threads of one process asking at once: the
+ * two faults' zaps and inserts must not interleave into both pages
+ * mapped, or no later read faults again and every answer is frozen (a
+ * filter installed afterwards would never show).  Unfiltered threads
+ * race; then this thread installs a filter and asks alternately: after
+ * the first read (which may repeat the last answer) each must fault.
+ */
+static const void *race_m;
+static long race_page;
+static _Atomic unsigned int race_reads;
+static _Atomic int race_stop;
+
+static void *race_thread(void *p)
+{
+	(void)p;
+	while (!atomic_load_explicit(&race_stop, memory_order_relaxed)) {
+		unsigned int n = atomic_fetch_add(&race_reads, 1);
+
+		ask(race_m, race_page, (int)(n & 1));
+	}
+	return NULL;
+}
+
+static int concurrent(const void *m, long page)
+{
+	pthread_t th[2];
+
+	race_m = m;
+	race_page = page;
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&th[i], NULL, race_thread, NULL))
+			return 1;
+	usleep(3000000);
+	atomic_store(&race_stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	if (allow_all(0))
+		return 2;
+	ask(m, page, 0);
+	for (int i = 1; i < 4; i++)
+		if (ask(m, page, i & 1) == 0)
+			return 10 + i;
+	return 0;
+}
+
+TEST_F(probe, concurrent_faults_keep_answering)
+{
+	const void *m = mmap(NULL, self->len, PROT_READ, MAP_SHARED, self->fd, self->off);
+
+	ASSERT_NE(MAP_FAILED, m);
+	for (int round = 0; round < 5; round++)
+		ASSERT_EQ(0, in_child(concurrent, m, self->page));
+	EXPECT_EQ(0, munmap((void *)m, self->len));
 }
 
 TEST_HARNESS_MAIN
