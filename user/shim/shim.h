@@ -403,7 +403,7 @@ struct kpp_obj {
 	bool used;			/* a recorded pc lies in it */
 };
 struct kpp_objs {
-	unsigned int n, last;		/* entries, the one that matched last */
+	unsigned int n;			/* entries */
 	bool complete;
 	struct kpp_obj o[KPP_WALK_OBJS];
 };

@@ -611,10 +611,8 @@ static struct kpp_obj *find_obj(struct cache *c, struct kpp_objs *objs, uintptr_
 
 	for (unsigned int i = 0; i < objs->n; i++) {
 		o = &objs->o[i];
-		if (pc - o->lo < o->hi - o->lo) {
-			objs->last = i;
+		if (pc - o->lo < o->hi - o->lo)
 			return o;
-		}
 	}
 	if (!kpp_obj_at(pc, &found, &dlfo) || !dlfo.dlfo_eh_frame) {
 		/* The walk ends here; the pc it recorded last may still lie
@@ -624,7 +622,6 @@ static struct kpp_obj *find_obj(struct cache *c, struct kpp_objs *objs, uintptr_
 		return NULL;
 	}
 	if (objs->n < KPP_WALK_OBJS) {
-		objs->last = objs->n;
 		o = &objs->o[objs->n++];
 	} else {
 		objs->complete = false;	/* kpp_maps_send looks the pcs up */
@@ -652,7 +649,7 @@ int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int 
 	uintptr_t o_lo = 1, o_len = 0;
 	uint32_t tag = 0;
 
-	objs->n = objs->last = 0;
+	objs->n = 0;
 	objs->complete = true;
 	if (max > KPPROF_STACK_DEPTH_MAX)
 		max = KPPROF_STACK_DEPTH_MAX;
