@@ -58,12 +58,8 @@ int kpp_submit(const void *rec, size_t size)
 			errno = EIO;
 		return -1;
 	}
-	/*
-	 * No ring: a syscall a filter installed behind our back may forbid.
-	 * A sampling path asked the seccomp probe at its start already, exit
-	 * and exec just before the record (@probed).
-	 */
-	if (!kpp_thread.sampling && !kpp_thread.probed && kpp_filtered(false)) {
+	/* No ring: a syscall a filter installed behind our back may forbid. */
+	if (kpp_filtered_record()) {
 		errno = ECANCELED;
 		return -1;
 	}

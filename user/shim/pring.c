@@ -391,8 +391,8 @@ int kpp_pring_submit(const void *rec, size_t len)
 	/* COMM records alone never make a ring: most processes never sample */
 	if (st != PR_NONE || ((const struct kpprof_record *)rec)->kind == KPPROF_REC_COMM)
 		return -1;
-	/* the set-up's syscalls: a sampling path asked the probe already */
-	if (!kpp_thread.sampling && !kpp_thread.probed && kpp_filtered(false))
+	/* the set-up's syscalls, which a filter we never saw may forbid */
+	if (kpp_filtered_record())
 		return ECANCELED;
 	if (setup(NULL, NULL))
 		return -1;

@@ -580,6 +580,15 @@ void kpp_probe_arm(void) KPP_HIDDEN;
  * Never on the per-sample path of a process with a ring.
  */
 bool kpp_filtered(bool note) KPP_HIDDEN;
+/*
+ * kpp_filtered_record - before a record's own syscall (a SUBMIT without a
+ * ring, or the ring's set-up): the seccomp probe, unless this thread has
+ * just asked (a sampling path at its start; exit and exec: @probed).
+ */
+static inline bool kpp_filtered_record(void)
+{
+	return !kpp_thread.sampling && !kpp_thread.probed && kpp_filtered(false);
+}
 
 /*
  * kpp_process_check - a child that no atfork handler saw (_Fork, clone)
