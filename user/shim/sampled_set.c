@@ -76,7 +76,6 @@
  * each new level and again after a reset.
  */
 #include <string.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include "shim.h"
 
@@ -257,6 +256,10 @@ static int table_add(int i)
 }
 
 static _Atomic uint64_t grow_busy;	/* samples skipped: another thread grew */
+static _Atomic uint64_t grow_waits;	/* lock_grow() calls that waited */
+
+/* 1 ms: adding a table takes microseconds; a sample waits no longer (wait.c) */
+#define GROW_WAIT_NS	1000000ULL
 
 static bool trylock_grow(void)
 {
@@ -270,18 +273,25 @@ static bool trylock_grow(void)
 
 /*
  * lock_grow - bounded: the holder may be stopped in a signal handler for
- * any time (a sampling path never waits without bound); false after about
- * a thousand yields, and the caller skips its sample (counted).
+ * any time (a sampling path never waits without bound); false after
+ * GROW_WAIT_NS, and the caller skips its sample (counted).  The wait makes
+ * no syscall a filter may forbid (kpp_wait_more()): this is a sampling
+ * path, and with a ring it makes none (issue 15).  The lock is tried only
+ * when it looks free: a failed CAS would take its line from the holder.
  */
 static bool lock_grow(void)
 {
-	for (int i = 0; i < 1000; i++) {
-		if (trylock_grow())
-			return true;
-		kpp_sched_yield();
+	struct kpp_wait w = { 0 };
+
+	while (atomic_load_explicit(&grow_lock, memory_order_relaxed) || !trylock_grow()) {
+		if (!kpp_wait_more(&w, GROW_WAIT_NS)) {
+			atomic_fetch_add_explicit(&grow_busy, 1, memory_order_relaxed);
+			return false;
+		}
 	}
-	atomic_fetch_add_explicit(&grow_busy, 1, memory_order_relaxed);
-	return false;
+	if (w.steps)
+		atomic_fetch_add_explicit(&grow_waits, 1, memory_order_relaxed);
+	return true;
 }
 
 static void unlock_grow(void)
@@ -573,8 +583,9 @@ static void set_report(void)
 	if (!atomic_load(&nr_tables))
 		return;
 	kpp_set_stats(&st);
-	kpp_debug("sampled set: live %llu (peak %llu), filter 2^%u counters (grown %llu times), %u tables, samples lost (table full) %llu, skipped (another thread growing) %llu",
+	kpp_debug("sampled set: live %llu (peak %llu), filter 2^%u counters (grown %llu times), %u tables, samples lost (table full) %llu, skipped (another thread growing) %llu, waited for it %llu",
 		  (unsigned long long)st.live, (unsigned long long)st.peak, st.filter_bits,
 		  (unsigned long long)st.filter_grows, st.tables, (unsigned long long)st.lost,
-		  (unsigned long long)atomic_load(&grow_busy));
+		  (unsigned long long)atomic_load(&grow_busy),
+		  (unsigned long long)atomic_load(&grow_waits));
 }
