@@ -12,7 +12,7 @@
  *	set), then free them.  The set adds a table when its newest is half
  *	full (32 Ki, then 128 Ki live samples): every thread inserting then
  *	wants the grow lock at the same moment, and the losers wait
- *	(sampled_set.c, lock_grow()).
+ *	(sampled_set.c, lock_table()).
  *   raw_yield exit THREADS
  *	THREADS threads malloc and free in a loop (at rate 1 each is inside a
  *	sampling path most of the time); the main thread lets them run for a

@@ -165,7 +165,7 @@ struct kpp_thread {
 	uint32_t flushing;		/* inside emit.c's flush_held() */
 	uint32_t stack_slot;		/* private stack in use + 1, 0: none */
 	uint32_t orphan_slot;		/* private stack of an abandoned sample + 1 */
-	uint32_t growing;		/* holds sampled_set.c's grow lock */
+	uint32_t growing;		/* sampled_set.c's grow locks held (HOLDS_*) */
 	int map_buf;			/* maps.c record buffer held + 1, 0: none */
 	uint32_t last_record;
 	uint32_t sampling;

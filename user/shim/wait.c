@@ -25,17 +25,16 @@
  * CPU (a single-CPU machine, or the holder preempted) and nothing can be
  * yielded: the waiter spins until the scheduler preempts it or the bound
  * passes, so at most @max_ns of its CPU for each wait: 1 ms for a sample
- * that meets a grow under way (then skipped, counted), 50 ms once at
- * exit.  The first is rare: only a sample that needs a new table waits
- * for the grow lock, which is held while a table is added (5 to 30 us
- * here, four times in a process's life) or the filter grows (its scan of
- * the tables and the new level's page faults: 6 to 17 ms on average, up
- * to 56 ms, with 8 threads on these 2 CPUs; five times).  The second is a scheduler's slice or
- * two: 4 threads sampling on these 2 CPUs when main calls exit() kept it
- * waiting 3 to 10 ms (raw_yield exit).  The old bounds, 1000 and 10000
- * yields, were 1.1 and 11 ms here where the yield found nothing else to
- * run (1.1 us a yield), and far longer whenever another task was
- * runnable, when a yield gives the CPU away.
+ * that needs a new table while another thread adds one (then skipped,
+ * counted), 50 ms once at exit.  The first is rare: the table lock is
+ * held 5 to 30 us here, four times in a process's life (the filter's
+ * grows, milliseconds, have a lock of their own that nobody waits for:
+ * sampled_set.c).  The second is a scheduler's slice or two: 4 threads
+ * sampling on these 2 CPUs when main calls exit() kept it waiting 3 to
+ * 10 ms (raw_yield exit).  The old bounds, 1000 and 10000 yields, were
+ * 1.1 and 11 ms here where the yield found nothing else to run (1.1 us a
+ * yield), and far longer whenever another task was runnable, when a
+ * yield gives the CPU away.
  *
  * The clock is the vDSO's where the kernel's clocksource allows it (TSC,
  * kvm-clock); elsewhere (some guests') it is a clock_gettime syscall, as
