@@ -11,8 +11,12 @@
  *	(at rate 1 each one is sampled, so each goes into the sampled-address
  *	set), then free them.  The set adds a table when its newest is half
  *	full (32 Ki, then 128 Ki live samples): every thread inserting then
- *	wants the grow lock at the same moment, and the losers wait
- *	(sampled_set.c, lock_table()).
+ *	wants the table lock, and the losers wait (sampled_set.c,
+ *	lock_table()).  Adding one takes microseconds, so the filter also
+ *	traps the second table's mmap (its length, TABLE1_LEN, and fd -1):
+ *	the handler sleeps HOLD_NS, then makes the same mmap (fd -2, which an
+ *	anonymous map ignores and the filter lets through), so every thread
+ *	that samples meanwhile waits for the lock.
  *   raw_yield exit THREADS
  *	THREADS threads malloc and free in a loop (at rate 1 each is inside a
  *	sampling path most of the time); the main thread lets them run for a
@@ -23,10 +27,11 @@
  * one that yields too).
  *
  * Output: "filtered 1" once the filter is in, "done N" (N: blocks
- * allocated after it) at the end; grow also prints "grow_wall S" and
- * "grow_cpu S", the seconds (wall, and the process's CPU) from the
- * threads' release to their last malloc.  A trapped syscall writes
- * "SIGSYS syscall N" to stderr and exits 99 (24 is sched_yield).
+ * allocated after it) at the end; grow also prints "slowed N" (table adds
+ * held, 1 expected), "grow_wall S" and "grow_cpu S", the seconds (wall,
+ * and the process's CPU) from the threads' release to their last malloc.
+ * Any other trapped syscall writes "SIGSYS syscall N" to stderr and exits
+ * 99 (24 is sched_yield).
  */
 #include <malloc.h>
 #include <pthread.h>
@@ -35,12 +40,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 #include "seccomp_allow.h"
 
+/*
+ * The sampled set's second table: 64 Ki buckets of 64 bytes, and a byte a
+ * page (sampled_set.c, table_add()).  If that changes, "slowed 0" says so.
+ */
+#define TABLE1_LEN	((64u << 16) + 1024)
+#define HOLD_NS		300000	/* the table add held: 0.3 ms */
+
 static pthread_barrier_t go;
 static atomic_long made;
+static atomic_int slowed;
 static int blocks;
 
 static void say(const char *what, long v)
@@ -52,16 +67,30 @@ static void say(const char *what, long v)
 		(void)!write(1, buf, (size_t)n);
 }
 
-static void on_sigsys(int sig, siginfo_t *si, void *uc)
+static void on_sigsys(int sig, siginfo_t *si, void *ucv)
 {
+	greg_t *r = ((ucontext_t *)ucv)->uc_mcontext.gregs;
+	struct timespec hold = { .tv_nsec = HOLD_NS };
 	char buf[64];
 	int n;
 
-	(void)sig; (void)uc;
+	(void)sig;
+	if (si->si_syscall == __NR_mmap) {
+		/* the table add, held with the lock; then done, as asked */
+		nanosleep(&hold, NULL);
+		r[REG_RAX] = (greg_t)mmap((void *)r[REG_RDI], (size_t)r[REG_RSI],
+					  (int)r[REG_RDX], (int)r[REG_R10], -2,
+					  (off_t)r[REG_R9]);
+		atomic_fetch_add(&slowed, 1);
+		return;
+	}
 	n = snprintf(buf, sizeof(buf), "SIGSYS syscall %d\n", si->si_syscall);
 	(void)!write(2, buf, (size_t)n);
 	_exit(99);
 }
+
+#define ARG_LO(i)	(offsetof(struct seccomp_data, args[i]))
+#define ARG_HI(i)	(offsetof(struct seccomp_data, args[i]) + 4)
 
 static int install_raw_filter(void)
 {
@@ -71,6 +100,15 @@ static int install_raw_filter(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 		TRAP(__NR_sched_yield),
+		/* mmap(_, TABLE1_LEN, _, _, -1, _): trapped, to be held */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 7),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(1)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TABLE1_LEN, 0, 5),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_HI(1)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(4)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
@@ -167,7 +205,7 @@ int main(int argc, char **argv)
 	cpu = secs(CLOCK_PROCESS_CPUTIME_ID) - cpu;
 	for (int i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
-	printf("grow_wall %.4f s\ngrow_cpu %.4f s\n", wall, cpu);
+	printf("slowed %d\ngrow_wall %.4f s\ngrow_cpu %.4f s\n", atomic_load(&slowed), wall, cpu);
 	fflush(stdout);
 	say("done", atomic_load(&made));
 	return 0;
