@@ -31,9 +31,10 @@
  * grows, milliseconds, have a lock of their own that nobody waits for:
  * sampled_set.c).  The second is a scheduler's slice or two: 4 threads
  * sampling on these 2 CPUs when main calls exit() kept it waiting 3 to
- * 10 ms (raw_yield exit).  The old bounds, 1000 and 10000 yields, were
- * 1.1 and 11 ms here where the yield found nothing else to run (1.1 us a
- * yield), and far longer whenever another task was runnable, when a
+ * 10 ms (raw_yield exit), 20 ms on one of them (taskset), where a yield
+ * handed the CPU over at once.  The old bounds, 1000 and 10000 yields,
+ * were 1.1 and 11 ms here where the yield found nothing else to run (1.1
+ * us a yield), and far longer whenever another task was runnable, when a
  * yield gives the CPU away.
  *
  * The clock is the vDSO's where the kernel's clocksource allows it (TSC,
