@@ -37,16 +37,21 @@
 #   build: make -j2 of a clean copy of            wall, shim in every process vs
 #   user/kpprof (host only)                       none, interleaved, each run
 #                                                 printed (target <= 1.01x)
+#   grow: the sampled set's grows contended       wall and CPU s, none, shim
+#   (raw_yield -n grow, 8 threads x 25000         and KPPROF_BENCH_SHIM_OLD
+#   live at rate 1; host only)                    interleaved; samples skipped
+#                                                 and waits (one run each)
 # (The peers ran on the heavy workload before; the churn loop is their
 # column now.)
 # KPPROF_BENCH_SHIM=LIB measures another build of the shim (before/after).
 # KPPROF_BENCH_SHIM_OLD=LIB (startup, host): LIB's no-module and shim
 # variants too, interleaved in the same rounds ("old-no-module",
-# "old-shim"): a change's before and after under the same load.
+# "old-shim"): a change's before and after under the same load; (grow)
+# LIB's column.
 # Natively the shim writes into an emulated producer ring (KPPROF_TEST_RING=1,
 # drained into /dev/null by the producers); KPPROF_BENCH_TEST_RING=0 measures
 # a write(2) per record instead, the cost of the SUBMIT path.
-# usage: selftests/shim/bench.sh [--quick] [micro|sampled|churn|heavy|sort|startup|build|pring]...
+# usage: selftests/shim/bench.sh [--quick] [micro|sampled|churn|heavy|sort|startup|build|pring|grow]...
 #   (sections: default all; bench.list runs them as separate programs, each
 #   within run-test-list's time limit under qemu)
 set -u
@@ -67,7 +72,7 @@ if [ "${1:-}" = --quick ]; then
 	quick=1
 	shift
 fi
-sections=" ${*:-micro sampled churn heavy sort startup build pring} "
+sections=" ${*:-micro sampled churn heavy sort startup build pring grow} "
 STARTN=${KPPROF_BENCH_STARTUP:-1000}
 BUILDS=${KPPROF_BENCH_BUILDS:-5}
 want() { [[ $sections == *" $1 "* ]]; }
@@ -561,6 +566,34 @@ for mode in 1 0; do
 	paired "sampled malloc+free, 16 frames, fp, $label" alloc_at_depth_16 us - -- \
 		plain "$w" bench-sampled 16 $S -- \
 		ringfp $mode 1 "$w" bench-sampled 16 $S
+done
+fi
+
+# Issue 15: the sampled set's grows contended (raw_yield -n grow: 8 threads,
+# released together, keep 25000 blocks live each at rate 1, so they insert
+# while the set adds tables, the losers waiting for its table lock, wait.c,
+# and grows its filter).  Seconds from the release to the last malloc, wall
+# and the process's CPU.  KPPROF_BENCH_SHIM_OLD=LIB: LIB in the same rounds
+# (the column "old"; else the shim again).
+if want grow && [ $module = 1 ]; then
+	echo "grow: measured natively (test mode)"
+elif want grow; then
+old=${KPPROF_BENCH_SHIM_OLD:-$lib}
+grow=("$d/raw_yield" -n grow 8 25000)
+# on LIB, at rate 1, into the emulated ring
+on() { env LD_PRELOAD="$1" KPPROF_TEST_RING=1 KPPROF_TEST_CONFIG="$tmp/cfg" "${@:2}"; }
+mkcfg 1 0 0 >"$tmp/cfg"
+for key in grow_wall grow_cpu; do
+	read -r base new prev < <(interleave $key plain "${grow[@]}" -- \
+		on "$lib" "${grow[@]}" -- on "$old" "${grow[@]}")
+	need "grow $key" "$base" "$new" "$prev" || continue
+	echo "grow (8 threads x 25000 live, rate 1), $key: none $base s, shim $new s (x$(ratio "$new" "$base")), old $prev s (x$(ratio "$prev" "$base"))"
+done
+for which in shim old; do
+	l=$lib
+	[ $which = old ] && l=$old
+	echo "grow, one run of $which: $(on "$l" env KPPROF_DEBUG=1 "${grow[@]}" 2>&1 >/dev/null |
+		sed -n 's/.*samples lost (table full) [0-9]*, //p')"
 done
 fi
 exit $fail

@@ -82,11 +82,6 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	_exit(99);
 }
 
-/* what traps comes first */
-#define TRAP(nr) \
-	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
-	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP)
-
 static int install_raw_filter(int strict)
 {
 	const struct sock_filter head[] = {
@@ -124,9 +119,7 @@ static int install_raw_filter(int strict)
 	}
 	memcpy(f + prog.len, tail, sizeof(tail));
 	prog.len += sizeof(tail) / sizeof(tail[0]);
-	if (raw_syscall(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	return (int)raw_syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&prog, 0, 0);
+	return raw_seccomp(&prog);
 }
 
 static void churn(size_t n)

@@ -7,7 +7,9 @@
  * needs on top, then its own verdict for the rest.  seccomp_allow_all()
  * installs a filter that allows everything, through libc's prctl (so the
  * shim sees it and stops first: abandon.c, abandon_ring.c); raw_syscall()
- * makes one the shim cannot see.
+ * makes one the shim cannot see, raw_seccomp() installs a filter with it,
+ * TRAP(nr) is a filter's SIGSYS for one syscall (raw_sandbox.c,
+ * raw_early.c, raw_yield.c).
  */
 #ifndef KPP_SECCOMP_ALLOW_H
 #define KPP_SECCOMP_ALLOW_H
@@ -23,6 +25,10 @@
 #define ALLOW(nr) \
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
+#define TRAP(nr) \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP)
 
 /* x86-64 only (anything else is killed), then the syscall number loaded */
 #define SECCOMP_ALLOW_ALLOCATING \
@@ -69,6 +75,17 @@ static inline long raw_syscall(long nr, long a, long b, long c, long d, long e)
 	__asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c),
 			 "r"(r10), "r"(r8) : "rcx", "r11", "memory");
 	return r;
+}
+
+/*
+ * raw_seccomp - no_new_privs, then @prog, both by raw_syscall(): 0, or
+ * -1 (no_new_privs) or the kernel's -errno (the filter).
+ */
+static inline int raw_seccomp(const struct sock_fprog *prog)
+{
+	if (raw_syscall(__NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return (int)raw_syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)prog, 0, 0);
 }
 
 #endif

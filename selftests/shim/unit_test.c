@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include "kselftest_harness.h"
+#include "seccomp_allow.h"
 #include "shim.h"
 
 /* The shim's TLS lives in heap.c, which is not linked here. */
@@ -16,11 +17,17 @@ KPP_TLS struct kpp_thread kpp_thread;
 
 /*
  * seccomp.c is not linked here either: the set's growth asks the module's
- * seccomp probe first, and a process without the module has none.
+ * seccomp probe first, and so does a long wait before it yields (wait.c);
+ * a process without the module has none.
  */
 bool kpp_filtered(bool note)
 {
 	(void)note;
+	return false;
+}
+
+bool kpp_unfiltered(void)
+{
 	return false;
 }
 
@@ -143,6 +150,23 @@ TEST(set_stats)
 	EXPECT_EQ(100000, (long)st.peak);
 }
 
+/*
+ * trap_yield - a filter, by a raw syscall as a sandbox installs one, that
+ * makes sched_yield SIGSYS: a wait that yields kills this test's process
+ * (the harness runs each test in a child of its own).
+ */
+static int trap_yield(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		TRAP(__NR_sched_yield),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+	return raw_seccomp(&prog);
+}
+
 struct grow_arg {
 	int id;
 	long false_neg, errors, skipped;
@@ -197,6 +221,8 @@ TEST(set_grow_concurrent)
 	struct kpp_set_stats st;
 
 	ASSERT_EQ(0, kpp_set_init());
+	/* the grow lock's wait makes no syscall (wait.c) */
+	ASSERT_EQ(0, trap_yield());
 	for (int i = 0; i < 4; i++) {
 		a[i] = (struct grow_arg){ .id = i + 1 };
 		ASSERT_EQ(0, pthread_create(&t[i], NULL, set_grow_churn, &a[i]));
@@ -205,7 +231,7 @@ TEST(set_grow_concurrent)
 		pthread_join(t[i], NULL);
 		EXPECT_EQ(0, a[i].false_neg);
 		EXPECT_EQ(0, a[i].errors);
-		/* Skips need a grow to outlast a thousand yields: rare. */
+		/* Skips need a grow to outlast GROW_WAIT_NS (1 ms): rare. */
 		EXPECT_GT(60000 / 100, a[i].skipped);
 		if (a[i].skipped)
 			TH_LOG("thread %d: %ld inserts skipped (grow lock busy)", i, a[i].skipped);
@@ -215,6 +241,31 @@ TEST(set_grow_concurrent)
 	       (unsigned long long)st.filter_grows, st.tables);
 	EXPECT_GE(st.filter_grows, 2u);
 	EXPECT_EQ(0, (long)st.live);
+}
+
+/*
+ * A wait for what never comes ends after its bound, with no yield under a
+ * raw filter (no probe here, as in test mode: it cannot know), and at
+ * once in a stopped shim.
+ */
+TEST(wait_is_bounded)
+{
+	const uint64_t max = 2000000;
+	struct kpp_wait w = { 0 };
+	uint64_t t0, ns;
+
+	ASSERT_EQ(0, trap_yield());
+	t0 = kpp_now_ns();
+	while (kpp_wait_more(&w, max))
+		;
+	ns = kpp_now_ns() - t0;
+	EXPECT_LE(max, ns);
+	EXPECT_GT(100 * max, ns);	/* a loaded machine preempts the spinner */
+	TH_LOG("%llu ns, %llu steps", (unsigned long long)ns, (unsigned long long)w.steps);
+	atomic_store(&kpp.stopped, KPP_STOP_FD);
+	w = (struct kpp_wait){ 0 };
+	EXPECT_FALSE(kpp_wait_more(&w, max));
+	atomic_store(&kpp.stopped, 0);
 }
 
 TEST(set_mark_sticks_and_reset)

@@ -566,10 +566,14 @@ static void kpp_init(void)
 	errno = saved;
 }
 
+/* 50 ms: a sampling path takes microseconds; exit waits no longer (wait.c) */
+#define FINI_WAIT_NS	50000000ULL
+
 __attribute__((destructor))
 static void kpp_fini(void)
 {
 	struct kpp_thread *t = &kpp_thread;
+	struct kpp_wait w = { 0 };
 	int one = 1;
 
 	if (atomic_load(&kpp.ready) != 1)
@@ -596,15 +600,22 @@ static void kpp_fini(void)
 	 * No record after EXIT: new samples stop here, and so do the FREEs of
 	 * the threads still running beside exit() (kpp.exiting, emit.c); the
 	 * threads already inside a sampling path or kpp_emit() get a bounded
-	 * wait.  A thread held there past it (descheduled for all 10000
-	 * yields) may still put one record after EXIT.
+	 * wait, FINI_WAIT_NS, with no syscall a filter the shim never saw may
+	 * forbid (wait.c; it yielded before, even after the probe above said
+	 * "filtered").  A thread held there past it (descheduled, or in a
+	 * signal handler) may still put one record after EXIT.  A stopped
+	 * shim sends no EXIT, and does not wait.
 	 */
 	if (!atomic_compare_exchange_strong(&kpp.ready, &one, -1))	/* pass-through */
 		return;
 	atomic_store(&kpp.exiting, 1);
-	for (int i = 0; i < 10000 && (kpp_samplers() > (t->guard ? 1 : 0) ||
-				      kpp_emitters() > (int)t->emitting); i++)
-		kpp_sched_yield();
+	while ((kpp_samplers() > (t->guard ? 1 : 0) || kpp_emitters() > (int)t->emitting) &&
+	       kpp_wait_more(&w, FINI_WAIT_NS))
+		;
+	if (w.steps)
+		kpp_debug("exit: waited %llu us for threads in a sampling path, %d still there",
+			  w.t0 ? (unsigned long long)(kpp_now_ns() - w.t0) / 1000 : 0ULL,
+			  kpp_samplers() - (t->guard ? 1 : 0));
 	t->last_record = 1;
 	t->probed = 1;		/* asked above, unless stopped */
 	kpp_emit_comm(KPPROF_COMM_EXIT);

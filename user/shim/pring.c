@@ -540,6 +540,11 @@ static void test_drain(int how)
 	if (how == TD_IF_FREE && atomic_load_explicit(&test_draining, memory_order_relaxed))
 		return;
 	kpp_sigblock(&mask);
+	/*
+	 * Yields, not kpp_wait_more() (wait.c): test mode only, whose drain
+	 * is syscalls anyway (sigprocmask above, the sink's open and writes);
+	 * a process with the module never gets here.
+	 */
 	for (int i = 0; atomic_exchange(&test_draining, 1); i++) {
 		if (how == TD_IF_FREE || i >= 10000) {
 			kpp_sigrestore(&mask);

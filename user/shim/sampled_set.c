@@ -76,7 +76,6 @@
  * each new level and again after a reset.
  */
 #include <string.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include "shim.h"
 
@@ -209,7 +208,22 @@ static uint64_t live_total(void)
 		live += atomic_load_explicit(&table_live[i].n, memory_order_relaxed);
 	return live;
 }
-static _Atomic int grow_lock;
+
+/*
+ * Two grow locks, each taken by one thread at a time: table_lock to add a
+ * table (5 to 30 us here) and filter_lock to grow the filter (its scan of
+ * the tables and the new level's page faults: 6 to 17 ms on average, up
+ * to 56 ms, with 8 threads sampling on 2 CPUs).  A sample that needs a
+ * new table waits for table_lock only (lock_table()); the filter grows
+ * only when its lock is free.  Under one lock, every sample that needed a
+ * table during a filter's grow waited for it, and most gave up (skipped).
+ * The two may overlap: a key of a table added after count_all() read
+ * nr_tables was inserted after `building` was set, and counts itself
+ * there (step 2 in the file comment); a table added before is scanned.
+ */
+static _Atomic int table_lock, filter_lock;
+#define HOLDS_TABLE	1	/* kpp_thread.growing: the locks held */
+#define HOLDS_FILTER	2
 
 static size_t table_hash(const void *p)
 {
@@ -257,43 +271,57 @@ static int table_add(int i)
 }
 
 static _Atomic uint64_t grow_busy;	/* samples skipped: another thread grew */
+static _Atomic uint64_t grow_waits;	/* lock_table() calls that waited */
 
-static bool trylock_grow(void)
+/* 1 ms: adding a table takes microseconds; a sample waits no longer (wait.c) */
+#define GROW_WAIT_NS	1000000ULL
+
+static bool trylock(_Atomic int *lock, uint32_t holds)
 {
 	int z = 0;
 
-	if (!atomic_compare_exchange_strong(&grow_lock, &z, 1))
+	if (!atomic_compare_exchange_strong(lock, &z, 1))
 		return false;
-	kpp_thread.growing = 1;
+	kpp_thread.growing |= holds;
 	return true;
 }
 
-/*
- * lock_grow - bounded: the holder may be stopped in a signal handler for
- * any time (a sampling path never waits without bound); false after about
- * a thousand yields, and the caller skips its sample (counted).
- */
-static bool lock_grow(void)
+static void unlock(_Atomic int *lock, uint32_t holds)
 {
-	for (int i = 0; i < 1000; i++) {
-		if (trylock_grow())
-			return true;
-		kpp_sched_yield();
-	}
-	atomic_fetch_add_explicit(&grow_busy, 1, memory_order_relaxed);
-	return false;
+	kpp_thread.growing &= ~holds;
+	atomic_store(lock, 0);
 }
 
-static void unlock_grow(void)
+/*
+ * lock_table - bounded: the holder may be stopped in a signal handler for
+ * any time (a sampling path never waits without bound); false after
+ * GROW_WAIT_NS, and the caller skips its sample (counted).  The wait makes
+ * no syscall a filter may forbid (kpp_wait_more()): this is a sampling
+ * path, and with a ring it makes none (issue 15).  The lock is tried only
+ * when it looks free: a failed CAS would take its line from the holder.
+ */
+static bool lock_table(void)
 {
-	kpp_thread.growing = 0;
-	atomic_store(&grow_lock, 0);
+	struct kpp_wait w = { 0 };
+
+	while (atomic_load_explicit(&table_lock, memory_order_relaxed) ||
+	       !trylock(&table_lock, HOLDS_TABLE)) {
+		if (!kpp_wait_more(&w, GROW_WAIT_NS)) {
+			atomic_fetch_add_explicit(&grow_busy, 1, memory_order_relaxed);
+			return false;
+		}
+	}
+	if (w.steps)
+		atomic_fetch_add_explicit(&grow_waits, 1, memory_order_relaxed);
+	return true;
 }
 
 void kpp_set_abandon(struct kpp_thread *t)
 {
-	if (t->growing)
-		unlock_grow();
+	if (t->growing & HOLDS_TABLE)
+		unlock(&table_lock, HOLDS_TABLE);
+	if (t->growing & HOLDS_FILTER)
+		unlock(&filter_lock, HOLDS_FILTER);
 }
 
 int kpp_set_init(void)
@@ -348,7 +376,7 @@ static void filter_maybe_grow(uint64_t live)
 	void *m;
 
 	if (likely(live <= (1ULL << bits) >> F_SPARSE) || bits >= F_MAX_BITS ||
-	    !trylock_grow())
+	    !trylock(&filter_lock, HOLDS_FILTER))
 		return;
 	/* Re-check under the lock: another thread may have grown it. */
 	cur = atomic_load(&kpp_set_cur);
@@ -378,7 +406,7 @@ static void filter_maybe_grow(uint64_t live)
 	atomic_store(&building, NULL);
 	atomic_fetch_add_explicit(&filter_grows, 1, memory_order_relaxed);
 out:
-	unlock_grow();
+	unlock(&filter_lock, HOLDS_FILTER);
 }
 
 /* ------------------------------------------------------------ operations */
@@ -426,11 +454,11 @@ bool kpp_set_insert(const void *p, uint64_t size)
 		return false;
 	if (unlikely(!n)) {
 		/* The first sample of the process: its start did not pay. */
-		if (!lock_grow())
+		if (!lock_table())
 			return false;
 		if (kpp_set_init())
 			kpp_debug("cannot map the sampled-address table");
-		unlock_grow();
+		unlock(&table_lock, HOLDS_TABLE);
 		n = atomic_load(&nr_tables);
 		if (!n)
 			return false;
@@ -443,11 +471,11 @@ bool kpp_set_insert(const void *p, uint64_t size)
 		    table_put(n - 1, p, size))
 			break;
 		/* Newest table half full, or this address's buckets full. */
-		if (!lock_grow())
+		if (!lock_table())
 			return false;
 		now = atomic_load(&nr_tables);
 		if (now == n && (n == T_LEVELS || table_add(n))) {
-			unlock_grow();
+			unlock(&table_lock, HOLDS_TABLE);
 			/* Every table full: last chance in the older ones. */
 			for (int i = n - 1; i >= 0; i--)
 				if (table_put(i, p, size))
@@ -458,7 +486,7 @@ bool kpp_set_insert(const void *p, uint64_t size)
 					  (unsigned long long)live_total());
 			return false;
 		}
-		unlock_grow();
+		unlock(&table_lock, HOLDS_TABLE);
 		n = atomic_load(&nr_tables);
 	}
 stored:
@@ -524,7 +552,7 @@ bool kpp_set_remove(const void *p, uint64_t *size)
  * as the profile goes.  Replacing each mapping is O(1); the filter levels
  * are cleared the same way and the arena marks put back, because arena
  * blocks may still be freed.  Fork handlers do not wait: a grow under way
- * in another thread at the fork is dropped with its lock (the child never
+ * in another thread at the fork is dropped with its locks (the child never
  * published its level or table).
  */
 void kpp_set_reset(void)
@@ -552,7 +580,8 @@ void kpp_set_reset(void)
 		mark_level(v);
 	}
 	atomic_store(&building, NULL);
-	atomic_store(&grow_lock, 0);
+	atomic_store(&table_lock, 0);
+	atomic_store(&filter_lock, 0);
 }
 
 void kpp_set_stats(struct kpp_set_stats *st)
@@ -573,8 +602,9 @@ static void set_report(void)
 	if (!atomic_load(&nr_tables))
 		return;
 	kpp_set_stats(&st);
-	kpp_debug("sampled set: live %llu (peak %llu), filter 2^%u counters (grown %llu times), %u tables, samples lost (table full) %llu, skipped (another thread growing) %llu",
+	kpp_debug("sampled set: live %llu (peak %llu), filter 2^%u counters (grown %llu times), %u tables, samples lost (table full) %llu, skipped (another thread growing) %llu, waited for it %llu",
 		  (unsigned long long)st.live, (unsigned long long)st.peak, st.filter_bits,
 		  (unsigned long long)st.filter_grows, st.tables, (unsigned long long)st.lost,
-		  (unsigned long long)atomic_load(&grow_busy));
+		  (unsigned long long)atomic_load(&grow_busy),
+		  (unsigned long long)atomic_load(&grow_waits));
 }

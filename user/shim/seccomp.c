@@ -169,25 +169,42 @@ static void note_unseen(void)
 		atomic_fetch_add_explicit(&kpp.writes_ok, 1, memory_order_relaxed);
 }
 
-bool kpp_filtered(bool note)
+/*
+ * probe_ask - 1: this thread has a filter (the shim stops, with a NOTE
+ * if @note); 0: it has none now; -1: no probe to ask (no module, an older
+ * one, test mode) or start-up is not over.
+ */
+static int probe_ask(bool note)
 {
 	const volatile unsigned char *p = probe;
 	unsigned int n;
 	int saved;
 
-	if (atomic_load_explicit(&kpp.stopped, memory_order_relaxed) == KPP_STOP_SECCOMP)
-		return true;
 	if (!p || !atomic_load_explicit(&probe_armed, memory_order_relaxed))
-		return false;
+		return -1;
 	n = atomic_fetch_add_explicit(&probe_reads, 1, memory_order_relaxed);
 	if (!*(const volatile uint32_t *)(p + (n & 1) * probe_page))
-		return false;
+		return 0;
 	/* no waiting for other threads (seccomp.c's stop needs a clock) */
 	saved = errno;
 	if (!atomic_exchange(&kpp.stopped, KPP_STOP_SECCOMP) && note)
 		note_unseen();
 	errno = saved;
-	return true;
+	return 1;
+}
+
+bool kpp_filtered(bool note)
+{
+	if (atomic_load_explicit(&kpp.stopped, memory_order_relaxed) == KPP_STOP_SECCOMP)
+		return true;
+	return probe_ask(note) > 0;
+}
+
+bool kpp_unfiltered(void)
+{
+	if (atomic_load_explicit(&kpp.stopped, memory_order_relaxed))
+		return false;
+	return probe_ask(true) == 0;
 }
 
 /* Stop for good, then report it while the ioctl is still allowed. */
@@ -206,6 +223,12 @@ static void stop_for_filter(void)
 	 * themselves, then check the flag.  Bounded (a sampling thread may
 	 * sit in a signal handler for any time): after a second the filter
 	 * goes in anyway, and a sample still under way may meet it (counted).
+	 * Yields, not kpp_wait_more() (wait.c): this runs before the filter
+	 * it was called for goes in, and a process that started filtered was
+	 * stopped from the start (kpp_seccomp_inherited()), so nothing
+	 * forbids them here.  The one exception: a filter installed earlier
+	 * with a raw syscall that no probe read has found yet; the yields
+	 * and the NOTE below then meet it, as they did before wait.c.
 	 */
 	for (uint64_t t0 = kpp_now_ns();
 	     kpp_samplers() > self_sampling ||

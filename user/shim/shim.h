@@ -165,7 +165,7 @@ struct kpp_thread {
 	uint32_t flushing;		/* inside emit.c's flush_held() */
 	uint32_t stack_slot;		/* private stack in use + 1, 0: none */
 	uint32_t orphan_slot;		/* private stack of an abandoned sample + 1 */
-	uint32_t growing;		/* holds sampled_set.c's grow lock */
+	uint32_t growing;		/* sampled_set.c's grow locks held (HOLDS_*) */
 	int map_buf;			/* maps.c record buffer held + 1, 0: none */
 	uint32_t last_record;
 	uint32_t sampling;
@@ -581,6 +581,14 @@ void kpp_probe_arm(void) KPP_HIDDEN;
  */
 bool kpp_filtered(bool note) KPP_HIDDEN;
 /*
+ * kpp_unfiltered - the other way round, for a syscall the caller can do
+ * without (a yield: wait.c): true only if the probe answers that this
+ * thread has no filter now.  False when it cannot know (no probe: an
+ * older module, test mode; before start-up ends) and when the shim is
+ * stopped; a filter it finds stops the shim as kpp_filtered(true) does.
+ */
+bool kpp_unfiltered(void) KPP_HIDDEN;
+/*
  * kpp_filtered_record - before a record's own syscall (a SUBMIT without a
  * ring, or the ring's set-up): the seccomp probe, unless this thread has
  * just asked (a sampling path at its start; exit and exec: @probed).
@@ -620,6 +628,23 @@ int kpp_dynsym_defines(const struct dl_phdr_info *info, const char *name) KPP_HI
 /* --------------------------------------------------------- misc */
 
 uint64_t kpp_now_ns(void) KPP_HIDDEN;
+/*
+ * kpp_wait_more - one step of a bounded wait for another thread (wait.c),
+ * which makes no syscall a seccomp filter the shim never saw may forbid:
+ *
+ *	struct kpp_wait w = { 0 };
+ *
+ *	while (!done())
+ *		if (!kpp_wait_more(&w, max_ns))
+ *			give up, counted;
+ *
+ * False once about @max_ns have passed, or at once in a stopped shim.
+ */
+struct kpp_wait {
+	uint64_t steps;		/* kpp_wait_more() calls so far */
+	uint64_t t0;		/* the clock at the first look */
+};
+bool kpp_wait_more(struct kpp_wait *w, uint64_t max_ns) KPP_HIDDEN;
 void kpp_debug_print(const char *fmt, ...) KPP_HIDDEN __attribute__((format(printf, 1, 2)));
 /* kpp_debug - kpp_debug_print, its arguments evaluated only under KPPROF_DEBUG=1. */
 #define kpp_debug(...)						\

@@ -153,6 +153,10 @@ static inline int kpp_nanosleep(const struct timespec *ts, struct timespec *rem)
 	return (int)KPP_SYS(SYS_clock_nanosleep, CLOCK_REALTIME, 0, ts, rem, 0, 0);
 }
 
+/*
+ * Where a filter the shim never saw may be in force, only through
+ * kpp_wait_more() (wait.c), which yields when the seccomp probe says none.
+ */
 static inline int kpp_sched_yield(void)
 {
 	return (int)KPP_SYS(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
