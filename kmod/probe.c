@@ -34,7 +34,7 @@
  * only skips the copy of the page tables).
  *
  * Mappable from any file: it tells the faulting thread what
- * /proc/self/status tells it already.
+ * /proc/self/task/{tid}/status tells it already.
  */
 #include <linux/mm.h>
 #include <linux/gfp.h>

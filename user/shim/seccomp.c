@@ -33,7 +33,8 @@
  *    Before each, kpp_filtered() asks the module's seccomp probe
  *    (KPPROF_PGOFF_SECCOMP_PROBE), mapped at start-up right after the
  *    config page: a read of one of two pages, a page fault answered for
- *    the faulting thread, so no filter can forbid the question.  The
+ *    the process's threads (non-zero if any has a filter, TSYNC or not),
+ *    so no filter can forbid the question.  The
  *    pages are read alternately (probe_reads, inherited by children, as
  *    the mapping is), so each read faults and answers afresh.  Filtered:
  *    the shim stops as for a filter it saw, makes no syscall, and says
