@@ -36,7 +36,8 @@
  *    the process's threads (non-zero if any has a filter, TSYNC or not),
  *    so no filter can forbid the question.  The
  *    pages are read alternately (probe_reads, inherited by children, as
- *    the mapping is), so each read faults and answers afresh.  Filtered:
+ *    the mapping is), the second too when the first says no filter, so
+ *    the answer is never older than the question.  Filtered:
  *    the shim stops as for a filter it saw, makes no syscall, and says
  *    so with a NOTE only if the ring is mapped (no syscall either).
  *
@@ -180,8 +181,18 @@ bool kpp_filtered(bool note)
 		return true;
 	if (!p || !atomic_load_explicit(&probe_armed, memory_order_relaxed))
 		return false;
+	/*
+	 * The module keeps at most one of the two pages mapped.  The first
+	 * read may hit the page an earlier fault mapped, whose answer can
+	 * predate a filter this thread installed since; the other page was
+	 * unmapped at that moment, so the second read either faults now or
+	 * gets what a fault after the first read answered: never older than
+	 * the question.  Two faults per unfiltered question (a few in a
+	 * process's life).
+	 */
 	n = atomic_fetch_add_explicit(&probe_reads, 1, memory_order_relaxed);
-	if (!*(const volatile uint32_t *)(p + (n & 1) * probe_page))
+	if (!*(const volatile uint32_t *)(p + (n & 1) * probe_page) &&
+	    !*(const volatile uint32_t *)(p + (~n & 1) * probe_page))
 		return false;
 	/* no waiting for other threads (seccomp.c's stop needs a clock) */
 	saved = errno;
