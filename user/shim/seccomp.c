@@ -33,9 +33,11 @@
  *    Before each, kpp_filtered() asks the module's seccomp probe
  *    (KPPROF_PGOFF_SECCOMP_PROBE), mapped at start-up right after the
  *    config page: a read of one of two pages, a page fault answered for
- *    the faulting thread, so no filter can forbid the question.  The
+ *    the process's threads (non-zero if any has a filter, TSYNC or not),
+ *    so no filter can forbid the question.  The
  *    pages are read alternately (probe_reads, inherited by children, as
- *    the mapping is), so each read faults and answers afresh.  Filtered:
+ *    the mapping is), the second too when the first says no filter, so
+ *    the answer is never older than the question.  Filtered:
  *    the shim stops as for a filter it saw, makes no syscall, and says
  *    so with a NOTE only if the ring is mapped (no syscall either).
  *
@@ -170,7 +172,7 @@ static void note_unseen(void)
 }
 
 /*
- * probe_ask - 1: this thread has a filter (the shim stops, with a NOTE
+ * probe_ask - 1: a thread of this process has a filter (the shim stops, with a NOTE
  * if @note); 0: it has none now; -1: no probe to ask (no module, an older
  * one, test mode) or start-up is not over.
  */
@@ -182,8 +184,18 @@ static int probe_ask(bool note)
 
 	if (!p || !atomic_load_explicit(&probe_armed, memory_order_relaxed))
 		return -1;
+	/*
+	 * The module keeps at most one of the two pages mapped.  The first
+	 * read may hit the page an earlier fault mapped, whose answer can
+	 * predate a filter this thread installed since; the other page was
+	 * unmapped at that moment, so the second read either faults now or
+	 * gets what a fault after the first read answered: never older than
+	 * the question.  Two faults per unfiltered question (a few in a
+	 * process's life).
+	 */
 	n = atomic_fetch_add_explicit(&probe_reads, 1, memory_order_relaxed);
-	if (!*(const volatile uint32_t *)(p + (n & 1) * probe_page))
+	if (!*(const volatile uint32_t *)(p + (n & 1) * probe_page) &&
+	    !*(const volatile uint32_t *)(p + (~n & 1) * probe_page))
 		return 0;
 	/* no waiting for other threads (seccomp.c's stop needs a clock) */
 	saved = errno;

@@ -643,6 +643,7 @@ uint64_t kpp_now_ns(void) KPP_HIDDEN;
 struct kpp_wait {
 	uint64_t steps;		/* kpp_wait_more() calls so far */
 	uint64_t t0;		/* the clock at the first look */
+	bool may_yield;		/* the probe's last answer: no filter */
 };
 bool kpp_wait_more(struct kpp_wait *w, uint64_t max_ns) KPP_HIDDEN;
 void kpp_debug_print(const char *fmt, ...) KPP_HIDDEN __attribute__((format(printf, 1, 2)));

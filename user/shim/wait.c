@@ -15,9 +15,12 @@
  *  - every WAIT_BATCH steps the clock is read, kpp_now_ns(), the vDSO's,
  *    and the wait ends once @max_ns have passed (plus the first batch,
  *    which reads no clock: a short wait, the usual one, reads none);
- *  - there too, and only if the module's seccomp probe answers that this
- *    thread has no filter now (kpp_unfiltered(): a page fault, never a
- *    syscall), the step is a yield instead, as before: then a waiter gives
+ *  - there too, and only if the module's seccomp probe answered that no
+ *    thread of the process has a filter (kpp_unfiltered(): two page
+ *    faults, never a syscall; asked at the first look and every
+ *    WAIT_ASK-th after, not at each: a fault takes the module's per-mm
+ *    mutex, which other processes' probes may hash to), the step is a
+ *    yield instead, as before: then a waiter gives
  *    its CPU to the thread it waits for.  Without the probe (an older
  *    module, test mode) the shim cannot know, and never yields.
  *
@@ -50,6 +53,7 @@
 #include "shim.h"
 
 #define WAIT_BATCH	64	/* pauses between two looks at the clock: 2.7 us here */
+#define WAIT_ASK	16	/* looks between two questions to the probe: 45 us here */
 
 bool kpp_wait_more(struct kpp_wait *w, uint64_t max_ns)
 {
@@ -68,7 +72,10 @@ bool kpp_wait_more(struct kpp_wait *w, uint64_t max_ns)
 		w->t0 = now;
 	else if (now - w->t0 > max_ns)
 		return false;
-	if (kpp_unfiltered())
+	/* asked at the first look, then every WAIT_ASK-th: a question is two faults */
+	if (!(w->steps % (WAIT_BATCH * WAIT_ASK)) || w->steps == WAIT_BATCH)
+		w->may_yield = kpp_unfiltered();
+	if (w->may_yield)
 		kpp_sched_yield();
 	else
 		__builtin_ia32_pause();
