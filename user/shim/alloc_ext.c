@@ -7,9 +7,10 @@
  *   jemalloc   mallocx, rallocx, xallocx, sdallocx, dallocx
  *              (nallocx and sallocx only compute sizes: not wrapped)
  *
- * Each forwards to the next definition (dlsym RTLD_NEXT, looked up on first
- * use; a missing one is cached as absent, real.c, so the fallbacks below
- * cost no look-up per call).  These names are exported whether or not the
+ * Each forwards to the next definition (dlsym RTLD_NEXT, looked up at
+ * start, kpp_alloc_ext_resolve; a missing one is cached as absent, real.c,
+ * so the fallbacks below cost no look-up per call, and an allocator
+ * dlopen'ed later is never looked in).  These names are exported whether or not the
  * process has an allocator that defines them, so a wrapper whose next
  * definition is missing must still do the right thing: the frees free with
  * the real free(), mallocx/rallocx/xallocx fall back to malloc's family
@@ -50,6 +51,11 @@ static const char *const names[NR_FNS] = {
 };
 
 static void *_Atomic next[NR_FNS];
+
+void kpp_alloc_ext_resolve(void)
+{
+	kpp_next_resolve(next, names, NR_FNS, NULL, NULL);
+}
 
 static inline void *next_fn(int i)
 {

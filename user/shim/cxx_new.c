@@ -11,7 +11,7 @@
  * wrapper, so sampling in both places would count every new twice.
  *
  * So each new entry point learns, on its first call in the process, which
- * kind of definition follows it (dlsym RTLD_NEXT):
+ * kind of definition follows it (looked up at start, kpp_cxx_resolve):
  *  - FORWARDS: the next definition allocates through our malloc (libstdc++,
  *    or a program's own operator new written on malloc).  From then on the
  *    wrapper is a tail call (no frame of ours on the stack) and the malloc
@@ -37,11 +37,12 @@
  * still probing) the delete looks the pointer up itself before forwarding:
  * an OWN allocator's delete does not reach our free.
  *
- * When no next definition exists (a C program that dlopens a C++ library
- * with RTLD_LOCAL: libstdc++ is not in the global scope), the one in an
- * already loaded libstdc++.so.6 is used; with none at all the wrappers
- * call malloc and free (the throwing forms abort on failure, as there is
- * no runtime to throw with).
+ * When no next definition exists at start (a C program, which may dlopen
+ * C++ code later: its libstdc++ is not looked in, as nothing is at a
+ * wrapper's call, real.c), the wrappers call malloc and free (the
+ * throwing forms abort on failure, as there is no runtime to throw with);
+ * a libstdc++.so.6 loaded RTLD_LOCAL before our constructor ran is
+ * looked in.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -98,6 +99,12 @@ static const char *const names[NR_FNS] = {
 enum { FORWARDS = 100, OWN };
 
 static void *_Atomic next[NR_FNS];
+
+void kpp_cxx_resolve(void)
+{
+	kpp_next_resolve(next, names, NR_FNS, "libstdc++.so.6", "_Znwm");
+}
+
 static _Atomic unsigned char mode[NR_FNS];
 static void *_Atomic fast[NR_FNS];	/* the fast path's tail call, or NULL */
 

@@ -67,75 +67,145 @@ static bool is_definition(const ElfW(Sym) *s, const char *strtab, const char *na
 	return !strcmp(strtab + s->st_name, name);
 }
 
-static int gnu_lookup(const uint32_t *gh, const ElfW(Sym) *symtab,
-		      const char *strtab, const char *name)
+/*
+ * What a dlsym() without a version accepts among definitions of one name
+ * in one object: an unversioned one (index 0 or 1) at once; else the one
+ * version not hidden (the default, name@@VERSION: pthread_cond_wait has
+ * GLIBC_2.3.2 besides a hidden GLIBC_2.2.5).  *@best collects it; two
+ * visible versions are ambiguous (the caller asks dlsym).
+ */
+struct pick {
+	const ElfW(Sym) *best;
+	int visible;		/* versioned, not hidden, seen */
+	bool done;		/* an unversioned one: take it */
+	bool any;		/* a definition, hidden or not */
+};
+
+static void consider(const struct kpp_dynsym *d, uint32_t idx, struct pick *k)
 {
-	const uint32_t *buckets, *chain;
-	uint32_t h, idx;
+	ElfW(Half) v = d->versym ? d->versym[idx] : 0;
 
-	if (!gh[0])
-		return 0;
-	/* nbuckets, symoffset, bloom words, bloom shift; bloom; buckets; chains */
-	buckets = (const uint32_t *)((const ElfW(Addr) *)(gh + 4) + gh[2]);
-	chain = buckets + gh[0];
-	h = gnu_hash(name);
-	idx = buckets[h % gh[0]];
-	if (idx < gh[1])
-		return 0;
-	for (;; idx++) {
-		uint32_t c = chain[idx - gh[1]];
-
-		if ((c | 1) == (h | 1) && is_definition(&symtab[idx], strtab, name))
-			return 1;
-		if (c & 1)
-			return 0;
+	k->any = true;
+	if ((v & 0x7fff) < 2) {
+		k->best = &d->symtab[idx];
+		k->done = true;
+	} else if (!(v & 0x8000) && k->visible++ == 0) {
+		k->best = &d->symtab[idx];
 	}
 }
 
-static int sysv_lookup(const uint32_t *hash, const ElfW(Sym) *symtab,
-		       const char *strtab, const char *name)
+static void gnu_lookup(const struct kpp_dynsym *d, const char *name, uint32_t h,
+		       struct pick *k)
 {
+	const uint32_t *gh = d->gnu, *buckets, *chain;
+	uint32_t idx;
+
+	if (!gh[0])
+		return;
+	/* nbuckets, symoffset, bloom words, bloom shift; bloom; buckets; chains */
+	buckets = (const uint32_t *)((const ElfW(Addr) *)(gh + 4) + gh[2]);
+	chain = buckets + gh[0];
+	idx = buckets[h % gh[0]];
+	if (idx < gh[1])
+		return;
+	for (; !k->done; idx++) {
+		uint32_t c = chain[idx - gh[1]];
+
+		if ((c | 1) == (h | 1) && is_definition(&d->symtab[idx], d->strtab, name))
+			consider(d, idx, k);
+		if (c & 1)
+			return;
+	}
+}
+
+static void sysv_lookup(const struct kpp_dynsym *d, const char *name, struct pick *k)
+{
+	const uint32_t *hash = d->sysv;
 	uint32_t nbucket = hash[0], nchain = hash[1];
 	const uint32_t *bucket = hash + 2, *chain = bucket + nbucket;
 	uint32_t idx, steps;
 
 	if (!nbucket)
-		return 0;
+		return;
 	/* bounded by the chain's length: a loop in a broken table ends */
 	idx = bucket[sysv_hash(name) % nbucket];
-	for (steps = 0; idx != STN_UNDEF && idx < nchain && steps < nchain; steps++) {
-		if (is_definition(&symtab[idx], strtab, name))
-			return 1;
+	for (steps = 0; idx != STN_UNDEF && idx < nchain && steps < nchain && !k->done; steps++) {
+		if (is_definition(&d->symtab[idx], d->strtab, name))
+			consider(d, idx, k);
 		idx = chain[idx];
 	}
-	return 0;
 }
 
-int kpp_dynsym_defines(const struct dl_phdr_info *info, const char *name)
+int kpp_dynsym_open(const struct dl_phdr_info *info, struct kpp_dynsym *d)
 {
-	const uint32_t *gh = NULL, *sysv = NULL;
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-
+	memset(d, 0, sizeof(*d));
+	d->base = info->dlpi_addr;
+	/*
+	 * A load bias that wraps (linked above where it was loaded, as a
+	 * prelinked library can be): dyn_ptr() cannot tell relocated
+	 * addresses from unrelocated ones there (realfn_host_test.sh).
+	 */
+	if (info->dlpi_addr > (uintptr_t)INTPTR_MAX)
+		return -1;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
 		if (ph->p_type != PT_DYNAMIC)
 			continue;
-		for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
-		     d->d_tag != DT_NULL; d++) {
-			if (d->d_tag == DT_GNU_HASH)
-				gh = (const uint32_t *)dyn_ptr(info, d->d_un.d_ptr);
-			else if (d->d_tag == DT_HASH)
-				sysv = (const uint32_t *)dyn_ptr(info, d->d_un.d_ptr);
-			else if (d->d_tag == DT_SYMTAB)
-				symtab = (const ElfW(Sym) *)dyn_ptr(info, d->d_un.d_ptr);
-			else if (d->d_tag == DT_STRTAB)
-				strtab = (const char *)dyn_ptr(info, d->d_un.d_ptr);
+		for (const ElfW(Dyn) *e = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+		     e->d_tag != DT_NULL; e++) {
+			if (e->d_tag == DT_GNU_HASH)
+				d->gnu = (const uint32_t *)dyn_ptr(info, e->d_un.d_ptr);
+			else if (e->d_tag == DT_HASH)
+				d->sysv = (const uint32_t *)dyn_ptr(info, e->d_un.d_ptr);
+			else if (e->d_tag == DT_SYMTAB)
+				d->symtab = (const ElfW(Sym) *)dyn_ptr(info, e->d_un.d_ptr);
+			else if (e->d_tag == DT_STRTAB)
+				d->strtab = (const char *)dyn_ptr(info, e->d_un.d_ptr);
+			else if (e->d_tag == DT_VERSYM)
+				d->versym = (const ElfW(Half) *)dyn_ptr(info, e->d_un.d_ptr);
+			else if (e->d_tag == DT_AUDIT || e->d_tag == DT_DEPAUDIT)
+				d->audit = true;
 		}
 	}
-	if (!symtab || !strtab || (!gh && !sysv))
+	return d->symtab && d->strtab && (d->gnu || d->sysv) ? 0 : -1;
+}
+
+uint32_t kpp_dynsym_hash(const char *name)
+{
+	return gnu_hash(name);
+}
+
+int kpp_dynsym_find(const struct kpp_dynsym *d, const char *name, uint32_t hash, void **addr)
+{
+	struct pick k = { NULL, 0, false, false };
+
+	if (d->gnu)
+		gnu_lookup(d, name, hash, &k);
+	else
+		sysv_lookup(d, name, &k);
+	if (!k.best)
+		return 0;
+	if (!k.done && k.visible > 1)
 		return -1;
-	return gh ? gnu_lookup(gh, symtab, strtab, name) :
-		sysv_lookup(sysv, symtab, strtab, name);
+	if (ELF64_ST_TYPE(k.best->st_info) == STT_GNU_IFUNC)
+		return -1;	/* its resolver picks the function: dlsym runs it */
+	if (ELF64_ST_BIND(k.best->st_info) == STB_WEAK)
+		return -1;	/* LD_DYNAMIC_WEAK would bind a global one after it */
+	*addr = (void *)(d->base + k.best->st_value);
+	return 1;
+}
+
+int kpp_dynsym_defines(const struct dl_phdr_info *info, const char *name)
+{
+	struct kpp_dynsym d;
+	struct pick k = { NULL, 0, false, false };
+
+	if (kpp_dynsym_open(info, &d))
+		return -1;
+	if (d.gnu)
+		gnu_lookup(&d, name, gnu_hash(name), &k);
+	else
+		sysv_lookup(&d, name, &k);
+	return k.any;
 }

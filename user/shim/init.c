@@ -513,6 +513,10 @@ static void kpp_init(void)
 	kpp_resolve();
 	kpp_seccomp_resolve();	/* even setuid: its wrappers pass through */
 	kpp_getattr_resolve();
+	/* the optional ones, never at a wrapper's first call (real.c) */
+	kpp_lock_resolve();
+	kpp_alloc_ext_resolve();
+	kpp_cxx_resolve();
 	/*
 	 * Setuid or setgid (glibc's secure mode, which strips LD_* but not
 	 * KPPROF_*): nothing at all, not even the environment is read.  An

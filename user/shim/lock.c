@@ -308,9 +308,10 @@ enum wait_kind { W_MUTEX, W_MUTEX_TIMED, W_MUTEX_CLOCK, W_RD, W_WR,
 		 W_RD_TIMED, W_WR_TIMED, W_RD_CLOCK, W_WR_CLOCK };
 
 /* Functions kpp_real does not hold (or glibc may lack: 2.30+), looked up
- * at their wrapper's first call: about 0.7 us each, which every process
- * start would pay for functions most programs never call.  (None of them
- * is async-signal-safe, so that first call is not in a signal handler.) */
+ * at start (kpp_next_resolve, from the constructor): at their wrapper's
+ * first call, a thread holding a mutex in pthread_cond_timedwait waited
+ * for the loader's lock that another thread's dlopen held while its
+ * constructor waited for that mutex (loader_lock_host_test.sh). */
 enum { F_MUTEX_CLOCK, F_RD_TIMED, F_WR_TIMED, F_RD_CLOCK, F_WR_CLOCK,
        F_COND_WAIT, F_COND_TIMED, F_COND_CLOCK, NR_F };
 
@@ -326,6 +327,11 @@ static const char *const fnames[NR_F] = {
 	[F_COND_CLOCK] = "pthread_cond_clockwait",
 };
 static void *_Atomic fns[NR_F];
+
+void kpp_lock_resolve(void)
+{
+	kpp_next_resolve(fns, fnames, NR_F, NULL, NULL);
+}
 
 static inline void *fn(int i)
 {

@@ -360,39 +360,12 @@ size_t kpp_arena_size_of(const void *p)
 	return size;
 }
 
-static int read_adds(struct dl_phdr_info *info, size_t size, void *data)
+/* The next definition of @name, looked up in the global scope, else in @also_in. */
+static void *lookup_next(const char *name, const char *also_in)
 {
-	(void)size;
-	*(unsigned long long *)data = info->dlpi_adds;
-	return 1;	/* the same in every entry */
-}
+	void *p = dlsym(RTLD_NEXT, name);
+	bool failed = !p;
 
-/* Calls of wrappers whose next definition is known absent, this thread. */
-KPP_TLS uint32_t kpp_next_absent_calls;
-
-__attribute__((noinline))
-void *kpp_next_lookup(void *_Atomic *slot, const char *name, const char *also_in)
-{
-	uintptr_t v = (uintptr_t)atomic_load_explicit(slot, memory_order_acquire);
-	unsigned long long adds = 0;
-	bool failed = false;
-	void *p;
-
-	if (v & KPP_NEXT_ABSENT) {
-		/*
-		 * Known absent: look again only if objects were loaded since
-		 * (a dlopen'ed libstdc++ or jemalloc), which this thread
-		 * checks once every 65536 of these calls (kpp_next_cached
-		 * counts them): the check itself takes the loader's lock.
-		 */
-		dl_iterate_phdr(read_adds, &adds);
-		if ((adds | KPP_NEXT_ABSENT) == v)
-			return NULL;
-	} else {
-		dl_iterate_phdr(read_adds, &adds);
-	}
-	p = dlsym(RTLD_NEXT, name);
-	failed = !p;
 	if (!p && also_in) {
 		/* RTLD_NOLOAD: only if loaded already.  The handle is kept,
 		 * so the library cannot go away under us. */
@@ -404,7 +377,139 @@ void *kpp_next_lookup(void *_Atomic *slot, const char *name, const char *also_in
 	/* Our failed look-ups must not show in the program's dlerror(). */
 	if (failed)
 		dlerror();
-	atomic_store_explicit(slot, p ? p : (void *)(uintptr_t)(adds | KPP_NEXT_ABSENT),
-			      memory_order_release);
 	return p;
+}
+
+/*
+ * Only before the constructor's kpp_next_resolve() of the slot's table:
+ * another library's constructor calling a wrapper, in the thread that
+ * runs the constructors and so holds the loader's lock already.
+ */
+__attribute__((noinline))
+void *kpp_next_lookup(void *_Atomic *slot, const char *name, const char *also_in)
+{
+	void *p = lookup_next(name, also_in);
+
+	atomic_store_explicit(slot, p ? p : (void *)KPP_NEXT_ABSENT, memory_order_release);
+	return p;
+}
+
+/* kpp_next_resolve()'s walk: each object after ours, in the loader's order. */
+struct next_walk {
+	void *_Atomic *slots;
+	const char *const *names;
+	int n;
+	bool after_us;		/* our own object passed */
+	uint32_t hash[64];
+	uint64_t found, ask;	/* bit i: names[i] found; to ask dlsym */
+};
+
+extern const ElfW(Ehdr) __ehdr_start KPP_HIDDEN;	/* our own ELF header, from the linker */
+
+static bool is_us(const struct dl_phdr_info *info)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD)
+			return (uintptr_t)&__ehdr_start ==
+			       info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+	return false;
+}
+
+static int next_walk_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct next_walk *w = data;
+	uint64_t all = w->n == 64 ? ~0ULL : (1ULL << w->n) - 1;
+	struct kpp_dynsym d;
+
+	(void)size;
+	if (!w->after_us) {
+		w->after_us = is_us(info);
+		/* the program may name an auditor, whose la_symbind may
+		 * replace what dlsym finds: then only dlsym can tell */
+		if (!kpp_dynsym_open(info, &d) && d.audit)
+			w->ask = all;
+		return 0;
+	}
+	if (kpp_dynsym_open(info, &d) || d.audit) {
+		w->ask |= all & ~w->found;	/* cannot read it: the loader can */
+		return 0;
+	}
+	for (int i = 0; i < w->n; i++) {
+		void *p;
+		int r;
+
+		if ((w->found | w->ask) & (1ULL << i))
+			continue;
+		r = kpp_dynsym_find(&d, w->names[i], w->hash[i], &p);
+		if (r > 0) {
+			w->found |= 1ULL << i;
+			atomic_store_explicit(&w->slots[i], p, memory_order_release);
+		} else if (r < 0) {
+			w->ask |= 1ULL << i;
+		}
+	}
+	return ((w->found | w->ask) & all) == all;
+}
+
+/*
+ * kpp_next_resolve - fill the @n (<= 64) slots of a table of optional
+ * next definitions (the timed and clock locks and condition variables,
+ * jemalloc's and C23's frees, operator new and delete) at start, from the
+ * constructor, whatever the process does next (pass-through and setuid
+ * programs included: their wrappers forward too).
+ *
+ * Never at a wrapper's first call: dlsym() and dlopen() take the loader's
+ * lock, and a thread that called a wrapper for the first time while it
+ * held a lock that another thread's dlopen() waited for in a constructor
+ * hung both for good (loader_lock_host_test.sh: the first
+ * pthread_cond_timedwait, operator new or free_sized beside a plugin's
+ * constructor; without the shim they do not wait for that lock).
+ *
+ * Read from the objects' own symbol tables (dynsym.c), as dlsym(RTLD_NEXT)
+ * would find them: the objects after ours in the loader's order, the
+ * default version of each name.  dlsym() itself only where the tables
+ * cannot tell (an IFUNC, a weak definition, an object without a hash
+ * table or with a load bias that wraps, an auditor named by LD_AUDIT or
+ * by an object: realfn_host_test.sh's cases), then in @also_in too if
+ * the global scope has none.  A dlsym()
+ * costs about 3000 instructions, a miss more (an error message it
+ * mallocs): 8 of them, for the lock functions, were a fifth of the shim's
+ * start-up.  With @key, the one name that tells whether any of the table
+ * can be defined (operator new for C++'s): absent, the table is not looked
+ * up name by name.  An object loaded later (a dlopen'ed jemalloc, or
+ * libstdc++ under a C program) is not looked in: its wrappers keep their
+ * fallbacks (README, Known limits).
+ */
+void kpp_next_resolve(void *_Atomic *slots, const char *const *names, int n,
+		      const char *also_in, const char *key)
+{
+	struct next_walk w = { .slots = slots, .names = names, .n = n };
+	const char *audit = kpp_getenv("LD_AUDIT");
+	void *p;
+
+	if (audit && *audit)	/* see next_walk_one() */
+		w.ask = n == 64 ? ~0ULL : (1ULL << n) - 1;
+
+	if (key) {
+		struct next_walk k = { .slots = &(void *_Atomic){ NULL }, .names = &key, .n = 1 };
+
+		k.hash[0] = kpp_dynsym_hash(key);
+		dl_iterate_phdr(next_walk_one, &k);
+		if (!k.found && !k.ask)
+			n = 0;	/* no object, RTLD_LOCAL ones included, has any */
+	}
+	for (int i = 0; i < n; i++)
+		w.hash[i] = kpp_dynsym_hash(names[i]);
+	if (n && !w.ask)
+		dl_iterate_phdr(next_walk_one, &w);
+	for (int i = 0; i < w.n; i++) {
+		if (w.found & (1ULL << i))
+			continue;
+		p = NULL;
+		if (w.ask & (1ULL << i))
+			p = lookup_next(names[i], also_in);
+		if (!atomic_load_explicit(&slots[i], memory_order_acquire) || p)
+			atomic_store_explicit(&slots[i], p ? p : (void *)KPP_NEXT_ABSENT,
+					      memory_order_release);
+	}
 }

@@ -89,18 +89,23 @@ size_t kpp_arena_size_of(const void *p) KPP_HIDDEN;
 bool kpp_resolving(void) KPP_HIDDEN;
 
 /*
- * Wrappers of functions that may not exist (jemalloc's, libstdc++'s) find
- * the next definition on first use and cache it in *@slot.  A missing one
- * is cached too (KPP_NEXT_ABSENT | the loader's count of objects loaded),
- * and looked up again only after objects were loaded (real.c), never once
- * per call; the program's dlerror() never sees our failed look-ups.
- * @also_in, if not NULL, is a library to look in when the global scope has
- * none (loaded RTLD_LOCAL by a dlopen).  NULL: absent.
+ * Wrappers of functions that may not exist (jemalloc's, libstdc++'s, the
+ * newer lock functions) call the next definition through *@slot, filled
+ * at start by kpp_next_resolve() (real.c), from the constructor: a
+ * definition, or KPP_NEXT_ABSENT.  Never looked up at a call (the loader's
+ * lock), except before our constructor ran (kpp_next_lookup), and
+ * dlclose's (maps.c: dlclose takes that lock itself).  @also_in,
+ * if not NULL, is a library to look in when the global scope has none
+ * (loaded RTLD_LOCAL by a dlopen).  NULL: absent.
  */
 #define KPP_NEXT_ABSENT	((uintptr_t)1 << 63)
 void *kpp_next_lookup(void *_Atomic *slot, const char *name,
 		      const char *also_in) KPP_HIDDEN;
-extern KPP_TLS uint32_t kpp_next_absent_calls KPP_HIDDEN;
+void kpp_next_resolve(void *_Atomic *slots, const char *const *names, int n,
+		      const char *also_in, const char *key) KPP_HIDDEN;
+void kpp_lock_resolve(void) KPP_HIDDEN;
+void kpp_alloc_ext_resolve(void) KPP_HIDDEN;
+void kpp_cxx_resolve(void) KPP_HIDDEN;
 static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
 				    const char *also_in)
 {
@@ -109,9 +114,8 @@ static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
 	/* > 0: a definition (user addresses never have bit 63 set) */
 	if (likely((intptr_t)p > 0))
 		return p;
-	/* < 0: absent; looked for again once every 65536 calls (real.c) */
-	if (p && likely(kpp_next_absent_calls++ & 0xffff))
-		return NULL;
+	if (likely(p))
+		return NULL;	/* absent */
 	return kpp_next_lookup(slot, name, also_in);
 }
 
@@ -624,6 +628,26 @@ bool kpp_excluded(void) KPP_HIDDEN;
  * objects' references bind to: 1 yes, 0 no, -1 cannot tell (no hash
  * table).  Read from its tables, nothing called (dynsym.c). */
 int kpp_dynsym_defines(const struct dl_phdr_info *info, const char *name) KPP_HIDDEN;
+/* One object's dynamic symbol tables, read in place (kpp_dynsym_open). */
+struct kpp_dynsym {
+	uintptr_t base;
+	const uint32_t *gnu, *sysv;	/* DT_GNU_HASH, DT_HASH */
+	const ElfW(Sym) *symtab;
+	const char *strtab;
+	const ElfW(Half) *versym;	/* NULL: no versions */
+	bool audit;			/* names an auditor (DT_AUDIT, DT_DEPAUDIT) */
+};
+/* 0, or -1: no tables to read (then ask the loader). */
+int kpp_dynsym_open(const struct dl_phdr_info *info, struct kpp_dynsym *d) KPP_HIDDEN;
+uint32_t kpp_dynsym_hash(const char *name) KPP_HIDDEN;
+/*
+ * kpp_dynsym_find - what dlsym() without a version finds for @name (its
+ * kpp_dynsym_hash @hash) in this object: 1 and *@addr, 0 none, -1 ask
+ * dlsym (an IFUNC, whose resolver picks the function; a weak definition,
+ * which LD_DYNAMIC_WEAK passes over; two visible versions).
+ */
+int kpp_dynsym_find(const struct kpp_dynsym *d, const char *name, uint32_t hash,
+		    void **addr) KPP_HIDDEN;
 
 /* --------------------------------------------------------- misc */
 
