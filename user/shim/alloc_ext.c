@@ -8,7 +8,7 @@
  *              (nallocx and sallocx only compute sizes: not wrapped)
  *
  * Each forwards to the next definition (dlsym RTLD_NEXT, looked up at
- * start, kpp_alloc_ext_resolve; a missing one is cached as absent, real.c,
+ * start, kpp_next_resolve; a missing one is cached as absent, real.c,
  * so the fallbacks below cost no look-up per call, and an allocator
  * dlopen'ed later is never looked in).  These names are exported whether or not the
  * process has an allocator that defines them, so a wrapper whose next
@@ -52,10 +52,7 @@ static const char *const names[NR_FNS] = {
 
 static void *_Atomic next[NR_FNS];
 
-void kpp_alloc_ext_resolve(void)
-{
-	kpp_next_resolve(next, names, NR_FNS, NULL, NULL);
-}
+const struct kpp_next_table kpp_alloc_ext_next = { next, names, NR_FNS, NULL, NULL };
 
 static inline void *next_fn(int i)
 {

@@ -11,7 +11,7 @@
  * wrapper, so sampling in both places would count every new twice.
  *
  * So each new entry point learns, on its first call in the process, which
- * kind of definition follows it (looked up at start, kpp_cxx_resolve):
+ * kind of definition follows it (looked up at start, kpp_next_resolve):
  *  - FORWARDS: the next definition allocates through our malloc (libstdc++,
  *    or a program's own operator new written on malloc).  From then on the
  *    wrapper is a tail call (no frame of ours on the stack) and the malloc
@@ -100,10 +100,9 @@ enum { FORWARDS = 100, OWN };
 
 static void *_Atomic next[NR_FNS];
 
-void kpp_cxx_resolve(void)
-{
-	kpp_next_resolve(next, names, NR_FNS, "libstdc++.so.6", "_Znwm");
-}
+const struct kpp_next_table kpp_cxx_next = {
+	next, names, NR_FNS, "libstdc++.so.6", "_Znwm"
+};
 
 static _Atomic unsigned char mode[NR_FNS];
 static void *_Atomic fast[NR_FNS];	/* the fast path's tail call, or NULL */

@@ -503,6 +503,11 @@ err_close:
 	return -1;
 }
 
+static const struct kpp_next_table *const next_tables[] = {
+	&kpp_lock_next, &kpp_alloc_ext_next, &kpp_cxx_next,
+};
+_Static_assert(sizeof(next_tables) / sizeof(next_tables[0]) <= KPP_NEXT_TABLES, "KPP_NEXT_TABLES");
+
 __attribute__((constructor))
 static void kpp_init(void)
 {
@@ -514,9 +519,7 @@ static void kpp_init(void)
 	kpp_seccomp_resolve();	/* even setuid: its wrappers pass through */
 	kpp_getattr_resolve();
 	/* the optional ones, never at a wrapper's first call (real.c) */
-	kpp_lock_resolve();
-	kpp_alloc_ext_resolve();
-	kpp_cxx_resolve();
+	kpp_next_resolve(next_tables, sizeof(next_tables) / sizeof(next_tables[0]));
 	/*
 	 * Setuid or setgid (glibc's secure mode, which strips LD_* but not
 	 * KPPROF_*): nothing at all, not even the environment is read.  An

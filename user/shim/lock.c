@@ -328,10 +328,7 @@ static const char *const fnames[NR_F] = {
 };
 static void *_Atomic fns[NR_F];
 
-void kpp_lock_resolve(void)
-{
-	kpp_next_resolve(fns, fnames, NR_F, NULL, NULL);
-}
+const struct kpp_next_table kpp_lock_next = { fns, fnames, NR_F, NULL, NULL };
 
 static inline void *fn(int i)
 {

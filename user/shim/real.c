@@ -396,12 +396,14 @@ void *kpp_next_lookup(void *_Atomic *slot, const char *name, const char *also_in
 
 /* kpp_next_resolve()'s walk: each object after ours, in the loader's order. */
 struct next_walk {
-	void *_Atomic *slots;
-	const char *const *names;
-	int n;
+	const struct kpp_next_table *const *tables;
+	int nr;
+	bool seen_first;	/* the program's object */
 	bool after_us;		/* our own object passed */
-	uint32_t hash[64];
-	uint64_t found, ask;	/* bit i: names[i] found; to ask dlsym */
+	uint32_t key_hash[KPP_NEXT_TABLES];
+	uint32_t hash[KPP_NEXT_TABLES][64];
+	uint64_t found[KPP_NEXT_TABLES], ask[KPP_NEXT_TABLES];	/* bit i: names[i] */
+	bool hashed[KPP_NEXT_TABLES];	/* hash[j] computed: the key was seen */
 };
 
 extern const ElfW(Ehdr) __ehdr_start KPP_HIDDEN;	/* our own ELF header, from the linker */
@@ -415,45 +417,77 @@ static bool is_us(const struct dl_phdr_info *info)
 	return false;
 }
 
+static uint64_t all_of(const struct kpp_next_table *t)
+{
+	return t->n == 64 ? ~0ULL : (1ULL << t->n) - 1;
+}
+
+/* Asks dlsym for every name not found yet: only the loader can tell. */
+static void ask_all(struct next_walk *w)
+{
+	for (int j = 0; j < w->nr; j++)
+		w->ask[j] |= all_of(w->tables[j]) & ~w->found[j];
+}
+
 static int next_walk_one(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct next_walk *w = data;
-	uint64_t all = w->n == 64 ? ~0ULL : (1ULL << w->n) - 1;
 	struct kpp_dynsym d;
+	bool open_failed;
+	int done = 0;
 
 	(void)size;
 	if (!w->after_us) {
-		w->after_us = is_us(info);
-		/* the program may name an auditor, whose la_symbind may
+		/* the program (the first object: the loader reads DT_AUDIT
+		 * there only) may name an auditor, whose la_symbind may
 		 * replace what dlsym finds: then only dlsym can tell */
-		if (!kpp_dynsym_open(info, &d) && d.audit)
-			w->ask = all;
+		if (!w->seen_first && !kpp_dynsym_open(info, &d) && d.audit)
+			ask_all(w);
+		w->seen_first = true;
+		w->after_us = is_us(info);
 		return 0;
 	}
-	if (kpp_dynsym_open(info, &d) || d.audit) {
-		w->ask |= all & ~w->found;	/* cannot read it: the loader can */
+	open_failed = kpp_dynsym_open(info, &d) != 0;
+	if (open_failed || d.audit) {
+		ask_all(w);
 		return 0;
 	}
-	for (int i = 0; i < w->n; i++) {
+	for (int j = 0; j < w->nr; j++) {
+		const struct kpp_next_table *t = w->tables[j];
 		void *p;
-		int r;
 
-		if ((w->found | w->ask) & (1ULL << i))
+		if (((w->found[j] | w->ask[j]) & all_of(t)) == all_of(t)) {
+			done++;
 			continue;
-		r = kpp_dynsym_find(&d, w->names[i], w->hash[i], &p);
-		if (r > 0) {
-			w->found |= 1ULL << i;
-			atomic_store_explicit(&w->slots[i], p, memory_order_release);
-		} else if (r < 0) {
-			w->ask |= 1ULL << i;
+		}
+		/* no key here: none of the table's names either */
+		if (t->key && !kpp_dynsym_find(&d, t->key, w->key_hash[j], &p))
+			continue;
+		if (!w->hashed[j]) {
+			for (int i = 0; i < t->n; i++)
+				w->hash[j][i] = kpp_dynsym_hash(t->names[i]);
+			w->hashed[j] = true;
+		}
+		for (int i = 0; i < t->n; i++) {
+			int r;
+
+			if ((w->found[j] | w->ask[j]) & (1ULL << i))
+				continue;
+			r = kpp_dynsym_find(&d, t->names[i], w->hash[j][i], &p);
+			if (r > 0) {
+				w->found[j] |= 1ULL << i;
+				atomic_store_explicit(&t->slots[i], p, memory_order_release);
+			} else if (r < 0) {
+				w->ask[j] |= 1ULL << i;
+			}
 		}
 	}
-	return ((w->found | w->ask) & all) == all;
+	return done == w->nr;
 }
 
 /*
- * kpp_next_resolve - fill the @n (<= 64) slots of a table of optional
- * next definitions (the timed and clock locks and condition variables,
+ * kpp_next_resolve - fill the slots of @nr tables of optional next
+ * definitions (the timed and clock locks and condition variables,
  * jemalloc's and C23's frees, operator new and delete) at start, from the
  * constructor, whatever the process does next (pass-through and setuid
  * programs included: their wrappers forward too).
@@ -467,49 +501,50 @@ static int next_walk_one(struct dl_phdr_info *info, size_t size, void *data)
  *
  * Read from the objects' own symbol tables (dynsym.c), as dlsym(RTLD_NEXT)
  * would find them: the objects after ours in the loader's order, the
- * default version of each name.  dlsym() itself only where the tables
- * cannot tell (an IFUNC, a weak definition, an object without a hash
- * table or with a load bias that wraps, an auditor named by LD_AUDIT or
- * by an object: realfn_host_test.sh's cases), then in @also_in too if
- * the global scope has none.  A dlsym()
- * costs about 3000 instructions, a miss more (an error message it
- * mallocs): 8 of them, for the lock functions, were a fifth of the shim's
- * start-up.  With @key, the one name that tells whether any of the table
- * can be defined (operator new for C++'s): absent, the table is not looked
- * up name by name.  An object loaded later (a dlopen'ed jemalloc, or
- * libstdc++ under a C program) is not looked in: its wrappers keep their
- * fallbacks (README, Known limits).
+ * default version of each name, in one walk for all tables.  dlsym()
+ * itself only where the tables cannot tell (an IFUNC, a weak definition,
+ * an object without a hash table or with a load bias that wraps, an
+ * auditor named by LD_AUDIT or by an object: realfn_host_test.sh's
+ * cases), then in the table's also_in too if the global scope has none.
+ * A dlsym() costs about 3000 instructions, a miss more (an error message
+ * it mallocs): 8 of them, for the lock functions, were a fifth of the
+ * shim's start-up.  A table's key is the one name that tells whether an
+ * object can define any of it (operator new for C++'s).  An object
+ * loaded later (a dlopen'ed jemalloc, or libstdc++ under a C program) is
+ * not looked in: its wrappers keep their fallbacks (README, Known limits).
  */
-void kpp_next_resolve(void *_Atomic *slots, const char *const *names, int n,
-		      const char *also_in, const char *key)
+void kpp_next_resolve(const struct kpp_next_table *const *tables, int nr)
 {
-	struct next_walk w = { .slots = slots, .names = names, .n = n };
 	const char *audit = kpp_getenv("LD_AUDIT");
-	void *p;
+	struct next_walk w;	/* its hashes are written before they are read */
 
-	if (audit && *audit)	/* see next_walk_one() */
-		w.ask = n == 64 ? ~0ULL : (1ULL << n) - 1;
-
-	if (key) {
-		struct next_walk k = { .slots = &(void *_Atomic){ NULL }, .names = &key, .n = 1 };
-
-		k.hash[0] = kpp_dynsym_hash(key);
-		dl_iterate_phdr(next_walk_one, &k);
-		if (!k.found && !k.ask)
-			n = 0;	/* no object, RTLD_LOCAL ones included, has any */
+	w.tables = tables;
+	w.nr = nr;
+	w.after_us = w.seen_first = false;
+	for (int j = 0; j < nr; j++) {
+		w.found[j] = w.ask[j] = 0;
+		w.hashed[j] = false;
+		if (tables[j]->key)
+			w.key_hash[j] = kpp_dynsym_hash(tables[j]->key);
 	}
-	for (int i = 0; i < n; i++)
-		w.hash[i] = kpp_dynsym_hash(names[i]);
-	if (n && !w.ask)
+	if (audit && *audit)	/* see next_walk_one() */
+		ask_all(&w);
+	else
 		dl_iterate_phdr(next_walk_one, &w);
-	for (int i = 0; i < w.n; i++) {
-		if (w.found & (1ULL << i))
-			continue;
-		p = NULL;
-		if (w.ask & (1ULL << i))
-			p = lookup_next(names[i], also_in);
-		if (!atomic_load_explicit(&slots[i], memory_order_acquire) || p)
-			atomic_store_explicit(&slots[i], p ? p : (void *)KPP_NEXT_ABSENT,
-					      memory_order_release);
+	for (int j = 0; j < nr; j++) {
+		const struct kpp_next_table *t = tables[j];
+
+		for (int i = 0; i < t->n; i++) {
+			void *p = NULL;
+
+			if (w.found[j] & (1ULL << i))
+				continue;
+			if (w.ask[j] & (1ULL << i))
+				p = lookup_next(t->names[i], t->also_in);
+			/* a slot kpp_next_lookup() filled before us keeps its definition */
+			if (p || !atomic_load_explicit(&t->slots[i], memory_order_acquire))
+				atomic_store_explicit(&t->slots[i], p ? p : (void *)KPP_NEXT_ABSENT,
+						      memory_order_release);
+		}
 	}
 }

@@ -101,11 +101,17 @@ bool kpp_resolving(void) KPP_HIDDEN;
 #define KPP_NEXT_ABSENT	((uintptr_t)1 << 63)
 void *kpp_next_lookup(void *_Atomic *slot, const char *name,
 		      const char *also_in) KPP_HIDDEN;
-void kpp_next_resolve(void *_Atomic *slots, const char *const *names, int n,
-		      const char *also_in, const char *key) KPP_HIDDEN;
-void kpp_lock_resolve(void) KPP_HIDDEN;
-void kpp_alloc_ext_resolve(void) KPP_HIDDEN;
-void kpp_cxx_resolve(void) KPP_HIDDEN;
+/* A table of optional next definitions, filled by kpp_next_resolve(). */
+struct kpp_next_table {
+	void *_Atomic *slots;
+	const char *const *names;
+	int n;			/* at most 64 */
+	const char *also_in;	/* see above */
+	const char *key;	/* NULL, or a name every object with any of them defines */
+};
+#define KPP_NEXT_TABLES	4
+void kpp_next_resolve(const struct kpp_next_table *const *tables, int nr) KPP_HIDDEN;
+extern const struct kpp_next_table kpp_lock_next, kpp_alloc_ext_next, kpp_cxx_next KPP_HIDDEN;
 static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
 				    const char *also_in)
 {
