@@ -221,7 +221,14 @@ static uint64_t live_total(void)
  * nr_tables was inserted after `building` was set, and counts itself
  * there (step 2 in the file comment); a table added before is scanned.
  */
-static _Atomic int table_lock, filter_lock;
+/*
+ * Each lock word is its holder's &kpp_thread, 0 when free: an abandoned
+ * sample releases what its thread holds by that (kpp_set_abandon()), even
+ * if the handler that left the path for good interrupted it between the
+ * CAS and its note in kpp_thread.growing (the lock then stayed taken for
+ * good) or between that note's clearing and the release.
+ */
+static _Atomic uintptr_t table_lock, filter_lock;
 #define HOLDS_TABLE	1	/* kpp_thread.growing: the locks held */
 #define HOLDS_FILTER	2
 
@@ -291,17 +298,17 @@ static _Atomic uint32_t stuck_sure, stuck_skips;
 /* 1 ms: adding a table takes microseconds; a sample waits no longer (wait.c) */
 #define GROW_WAIT_NS	1000000ULL
 
-static bool trylock(_Atomic int *lock, uint32_t holds)
+static bool trylock(_Atomic uintptr_t *lock, uint32_t holds)
 {
-	int z = 0;
+	uintptr_t z = 0;
 
-	if (!atomic_compare_exchange_strong(lock, &z, 1))
+	if (!atomic_compare_exchange_strong(lock, &z, (uintptr_t)&kpp_thread))
 		return false;
 	kpp_thread.growing |= holds;
 	return true;
 }
 
-static void unlock(_Atomic int *lock, uint32_t holds)
+static void unlock(_Atomic uintptr_t *lock, uint32_t holds)
 {
 	kpp_thread.growing &= ~holds;
 	atomic_store(lock, 0);
@@ -353,10 +360,12 @@ static bool lock_table(void)
 
 void kpp_set_abandon(struct kpp_thread *t)
 {
-	if (t->growing & HOLDS_TABLE)
-		unlock(&table_lock, HOLDS_TABLE);
-	if (t->growing & HOLDS_FILTER)
-		unlock(&filter_lock, HOLDS_FILTER);
+	uintptr_t me = (uintptr_t)t;
+
+	atomic_compare_exchange_strong(&table_lock, &me, 0);
+	me = (uintptr_t)t;
+	atomic_compare_exchange_strong(&filter_lock, &me, 0);
+	t->growing = 0;
 }
 
 int kpp_set_init(void)
