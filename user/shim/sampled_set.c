@@ -221,7 +221,14 @@ static uint64_t live_total(void)
  * nr_tables was inserted after `building` was set, and counts itself
  * there (step 2 in the file comment); a table added before is scanned.
  */
-static _Atomic int table_lock, filter_lock;
+/*
+ * Each lock word is its holder's &kpp_thread, 0 when free: an abandoned
+ * sample releases what its thread holds by that (kpp_set_abandon()), even
+ * if the handler that left the path for good interrupted it between the
+ * CAS and its note in kpp_thread.growing (the lock then stayed taken for
+ * good) or between that note's clearing and the release.
+ */
+static _Atomic uintptr_t table_lock, filter_lock;
 #define HOLDS_TABLE	1	/* kpp_thread.growing: the locks held */
 #define HOLDS_FILTER	2
 
@@ -272,21 +279,36 @@ static int table_add(int i)
 
 static _Atomic uint64_t grow_busy;	/* samples skipped: another thread grew */
 static _Atomic uint64_t grow_waits;	/* lock_table() calls that waited */
+static _Atomic uint64_t grow_spared;	/* put past grow_at: no wait for table_lock */
+/*
+ * A holder that never lets go (stopped in a handler for good, a lock
+ * leaked): table_gen counts table_lock's acquisitions; table_stuck is the
+ * number + 1 of the holder the last wait gave up on, stuck_since when a
+ * wait first gave up on it.  Once waits have given up on it for STUCK_NS
+ * (not a holder merely descheduled), a sample skips without a wait, but
+ * for one wait in STUCK_SKIPS (with its table full past its half and its
+ * holder stuck, every sample waited GROW_WAIT_NS and was lost,
+ * selftests/shim/stuck_grow.c).
+ */
+static _Atomic uint64_t table_gen, table_stuck, stuck_since;
+static _Atomic uint32_t stuck_sure, stuck_skips;
+#define STUCK_NS	20000000ULL
+#define STUCK_SKIPS	256
 
 /* 1 ms: adding a table takes microseconds; a sample waits no longer (wait.c) */
 #define GROW_WAIT_NS	1000000ULL
 
-static bool trylock(_Atomic int *lock, uint32_t holds)
+static bool trylock(_Atomic uintptr_t *lock, uint32_t holds)
 {
-	int z = 0;
+	uintptr_t z = 0;
 
-	if (!atomic_compare_exchange_strong(lock, &z, 1))
+	if (!atomic_compare_exchange_strong(lock, &z, (uintptr_t)&kpp_thread))
 		return false;
 	kpp_thread.growing |= holds;
 	return true;
 }
 
-static void unlock(_Atomic int *lock, uint32_t holds)
+static void unlock(_Atomic uintptr_t *lock, uint32_t holds)
 {
 	kpp_thread.growing &= ~holds;
 	atomic_store(lock, 0);
@@ -303,14 +325,34 @@ static void unlock(_Atomic int *lock, uint32_t holds)
 static bool lock_table(void)
 {
 	struct kpp_wait w = { 0 };
+	uint64_t gen;
 
 	while (atomic_load_explicit(&table_lock, memory_order_relaxed) ||
 	       !trylock(&table_lock, HOLDS_TABLE)) {
+		gen = atomic_load_explicit(&table_gen, memory_order_relaxed);
+		/* the same holder, which waits gave up on for STUCK_NS */
+		if (!w.steps &&
+		    atomic_load_explicit(&table_stuck, memory_order_relaxed) == gen + 1 &&
+		    atomic_load_explicit(&stuck_sure, memory_order_relaxed) &&
+		    atomic_fetch_add_explicit(&stuck_skips, 1, memory_order_relaxed) < STUCK_SKIPS) {
+			atomic_fetch_add_explicit(&grow_busy, 1, memory_order_relaxed);
+			return false;
+		}
 		if (!kpp_wait_more(&w, GROW_WAIT_NS)) {
+			uint64_t now = kpp_now_ns();
+
+			if (atomic_exchange(&table_stuck, gen + 1) != gen + 1) {
+				atomic_store(&stuck_sure, 0);
+				atomic_store(&stuck_since, now);
+			} else if (now - atomic_load(&stuck_since) >= STUCK_NS) {
+				atomic_store(&stuck_sure, 1);
+			}
+			atomic_store_explicit(&stuck_skips, 0, memory_order_relaxed);
 			atomic_fetch_add_explicit(&grow_busy, 1, memory_order_relaxed);
 			return false;
 		}
 	}
+	atomic_fetch_add_explicit(&table_gen, 1, memory_order_relaxed);
 	if (w.steps)
 		atomic_fetch_add_explicit(&grow_waits, 1, memory_order_relaxed);
 	return true;
@@ -318,10 +360,12 @@ static bool lock_table(void)
 
 void kpp_set_abandon(struct kpp_thread *t)
 {
-	if (t->growing & HOLDS_TABLE)
-		unlock(&table_lock, HOLDS_TABLE);
-	if (t->growing & HOLDS_FILTER)
-		unlock(&filter_lock, HOLDS_FILTER);
+	uintptr_t me = (uintptr_t)t;
+
+	atomic_compare_exchange_strong(&table_lock, &me, 0);
+	me = (uintptr_t)t;
+	atomic_compare_exchange_strong(&filter_lock, &me, 0);
+	t->growing = 0;
 }
 
 int kpp_set_init(void)
@@ -467,10 +511,22 @@ bool kpp_set_insert(const void *p, uint64_t size)
 		struct table *t = &tables[n - 1];
 		int now;
 
-		if (atomic_load_explicit(&table_live[n - 1].n, memory_order_relaxed) < t->grow_at &&
-		    table_put(n - 1, p, size))
+		bool over = atomic_load_explicit(&table_live[n - 1].n,
+						 memory_order_relaxed) >= t->grow_at;
+
+		if (!over && table_put(n - 1, p, size))
 			break;
-		/* Newest table half full, or this address's buckets full. */
+		/*
+		 * Newest table half full, or this address's buckets full.  Half
+		 * full while another thread adds the next one: the half left
+		 * here, no wait (a holder descheduled or stopped in a handler
+		 * would cost every sample GROW_WAIT_NS, and lose it).
+		 */
+		if (over && atomic_load_explicit(&table_lock, memory_order_relaxed) &&
+		    table_put(n - 1, p, size)) {
+			atomic_fetch_add_explicit(&grow_spared, 1, memory_order_relaxed);
+			break;
+		}
 		if (!lock_table())
 			return false;
 		now = atomic_load(&nr_tables);
@@ -602,9 +658,10 @@ static void set_report(void)
 	if (!atomic_load(&nr_tables))
 		return;
 	kpp_set_stats(&st);
-	kpp_debug("sampled set: live %llu (peak %llu), filter 2^%u counters (grown %llu times), %u tables, samples lost (table full) %llu, skipped (another thread growing) %llu, waited for it %llu",
+	kpp_debug("sampled set: live %llu (peak %llu), filter 2^%u counters (grown %llu times), %u tables, samples lost (table full) %llu, skipped (another thread growing) %llu, waited for it %llu, spared a wait %llu",
 		  (unsigned long long)st.live, (unsigned long long)st.peak, st.filter_bits,
 		  (unsigned long long)st.filter_grows, st.tables, (unsigned long long)st.lost,
 		  (unsigned long long)atomic_load(&grow_busy),
-		  (unsigned long long)atomic_load(&grow_waits));
+		  (unsigned long long)atomic_load(&grow_waits),
+		  (unsigned long long)atomic_load(&grow_spared));
 }

@@ -674,6 +674,8 @@ struct kpp_wait {
 	uint64_t steps;		/* kpp_wait_more() calls so far */
 	uint64_t t0;		/* the clock at the first look */
 	bool may_yield;		/* the probe's last answer: no filter */
+	uint32_t still;		/* looks in a row that found the clock where it was */
+	uint64_t last;		/* the clock at the last look */
 };
 bool kpp_wait_more(struct kpp_wait *w, uint64_t max_ns) KPP_HIDDEN;
 void kpp_debug_print(const char *fmt, ...) KPP_HIDDEN __attribute__((format(printf, 1, 2)));

@@ -53,6 +53,7 @@
 #include "shim.h"
 
 #define WAIT_BATCH	64	/* pauses between two looks at the clock: 2.7 us here */
+#define WAIT_STILL	16	/* looks without a tick: the clock stands still */
 #define WAIT_ASK	16	/* looks between two questions to the probe: 45 us here */
 
 bool kpp_wait_more(struct kpp_wait *w, uint64_t max_ns)
@@ -72,6 +73,22 @@ bool kpp_wait_more(struct kpp_wait *w, uint64_t max_ns)
 		w->t0 = now;
 	else if (now - w->t0 > max_ns)
 		return false;
+	/*
+	 * A clock that stands still is no clock to wait by: kpp_now_ns()'s
+	 * clock_gettime binds to the program's own (a test's mock; or
+	 * libfaketime's, whose absolute FAKETIME stops CLOCK_MONOTONIC too),
+	 * and the step bound alone is @max_ns steps, 43 ns each here: 43 ms
+	 * for a sample, 2 s at exit (selftests/shim/stuck_grow.c -f).  A
+	 * real one moves within WAIT_STILL looks (WAIT_STILL * WAIT_BATCH
+	 * pauses); a tick-based one (no high-resolution timers) may not, and
+	 * only ends the wait early.
+	 */
+	if (now != w->last) {
+		w->last = now;
+		w->still = 0;
+	} else if (++w->still >= WAIT_STILL) {
+		return false;
+	}
 	/* asked at the first look, then every WAIT_ASK-th: a question is two faults */
 	if (!(w->steps % (WAIT_BATCH * WAIT_ASK)) || w->steps == WAIT_BATCH)
 		w->may_yield = kpp_unfiltered();
