@@ -45,7 +45,9 @@
  * looked in.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "shim.h"
 
@@ -178,6 +180,8 @@ static inline void account(struct kpp_thread *t, void *p, size_t n)
  * The fallback when there is no operator new to forward to at all: the
  * global malloc (normally our wrapper, which samples it).
  */
+static void no_runtime(void) __attribute__((noreturn));
+
 static void *fallback_new(size_t n, size_t align, bool nothrow)
 {
 	void *p = NULL;
@@ -190,12 +194,8 @@ static void *fallback_new(size_t n, size_t align, bool nothrow)
 	} else {
 		p = malloc(n);
 	}
-	if (!p && !nothrow) {
-		static const char msg[] = "kpprof: operator new: out of memory and no C++ runtime to throw with\n";
-
-		(void)!kpp_write(2, msg, sizeof(msg) - 1);
-		abort();
-	}
+	if (!p && !nothrow)
+		no_runtime();
 	return p;
 }
 
@@ -204,6 +204,55 @@ static void *fallback_new(size_t n, size_t align, bool nothrow)
  * next definition), and sym_slow: OWN is malloc's accounting, the first
  * calls probe, no next definition falls back.
  */
+struct late_search {
+	const char *name;
+	void *addr;
+};
+
+static int late_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct late_search *ls = data;
+	const char *b = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+	struct kpp_dynsym d;
+	void *p;
+
+	(void)size;
+	b = b ? b + 1 : info->dlpi_name;
+	if (!b || strncmp(b, "libstdc++.so", 12) || kpp_dynsym_open(info, &d))
+		return 0;
+	if (kpp_dynsym_find(&d, ls->name, kpp_dynsym_hash(ls->name), &p) > 0) {
+		ls->addr = p;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * late_new - an operator new that failed with no next definition at start
+ * (a C program that dlopen()ed C++ code): a libstdc++ loaded since, whose
+ * operator new retries our malloc, calls the new_handler and throws
+ * std::bad_alloc, as without the shim.  Looked for in the objects' tables
+ * (dl_iterate_phdr() takes the loader's write lock only, which no
+ * constructor runs under), never with dlsym; only on this failure path.
+ * The caller is C++ code that needs that libstdc++, so it stays loaded.
+ */
+__attribute__((noinline))
+static void *late_new(int idx)
+{
+	struct late_search ls = { names[idx], NULL };
+
+	dl_iterate_phdr(late_one, &ls);
+	return ls.addr;
+}
+
+static void no_runtime(void)
+{
+	static const char msg[] = "kpprof: operator new: out of memory and no C++ runtime to throw with\n";
+
+	(void)!kpp_write(2, msg, sizeof(msg) - 1);
+	abort();
+}
+
 #define NEW_FN(sym, idx, align_, nothrow_, PARAMS, ARGS)			\
 static void *sym##_slow PARAMS;							\
 KPP_EXPORT void *sym PARAMS;							\
@@ -223,8 +272,15 @@ static void *sym##_slow PARAMS							\
 	void *(*fn) PARAMS;							\
 	void *f = next_fn(idx), *p;						\
 										\
-	if (unlikely(!f))							\
-		return fallback_new(n, align_, nothrow_);			\
+	if (unlikely(!f)) {							\
+		p = fallback_new(n, align_, true);				\
+		if (p || !(f = late_new(idx))) {				\
+			if (!p && !nothrow_)					\
+				no_runtime();					\
+			return p;						\
+		}								\
+		return ((void *(*) PARAMS)f) ARGS;				\
+	}									\
 	fn = (void *(*) PARAMS)f;						\
 	switch (atomic_load_explicit(&mode[idx], memory_order_acquire)) {	\
 	case FORWARDS:								\

@@ -152,6 +152,7 @@ int kpp_dynsym_open(const struct dl_phdr_info *info, struct kpp_dynsym *d)
 
 		if (ph->p_type != PT_DYNAMIC)
 			continue;
+		d->dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
 		for (const ElfW(Dyn) *e = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
 		     e->d_tag != DT_NULL; e++) {
 			if (e->d_tag == DT_GNU_HASH)

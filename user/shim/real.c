@@ -404,7 +404,63 @@ struct next_walk {
 	uint32_t hash[KPP_NEXT_TABLES][64];
 	uint64_t found[KPP_NEXT_TABLES], ask[KPP_NEXT_TABLES];	/* bit i: names[i] */
 	bool hashed[KPP_NEXT_TABLES];	/* hash[j] computed: the key was seen */
+	/* the file names (gnu_hash) the initial objects walked so far need */
+	uint32_t needed[128];
+	int nr_needed;
+	bool needed_full;
 };
+
+static uint32_t base_hash(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return kpp_dynsym_hash(b ? b + 1 : path);
+}
+
+/* Notes the DT_NEEDED names of an object of the initial set. */
+static void note_needed(struct next_walk *w, const struct kpp_dynsym *d)
+{
+	if (!d->dyn || !d->strtab)
+		return;
+	for (const ElfW(Dyn) *e = d->dyn; e->d_tag != DT_NULL; e++) {
+		if (e->d_tag != DT_NEEDED)
+			continue;
+		if (w->nr_needed == (int)(sizeof(w->needed) / sizeof(w->needed[0]))) {
+			w->needed_full = true;
+			return;
+		}
+		w->needed[w->nr_needed++] = base_hash(d->strtab + e->d_un.d_val);
+	}
+}
+
+/*
+ * Is this object (after ours) one of the initial set, the global scope
+ * dlsym(RTLD_NEXT) searches?  dl_iterate_phdr() also shows objects a
+ * constructor run before ours dlopen()ed RTLD_LOCAL, and other
+ * namespaces' (dlmopen, auditors): there a definition may be one dlsym
+ * does not see, in an object a dlclose() may unmap.  The initial objects
+ * come in breadth-first order, each named by the DT_NEEDED of one before
+ * it (the program, the preloads ahead of us, or an initial one after us).
+ */
+static bool is_initial(const struct next_walk *w, const struct dl_phdr_info *info,
+		       const struct kpp_dynsym *d)
+{
+	uint32_t h[2];
+	int nh = 0;
+
+	if (info->dlpi_name && *info->dlpi_name)
+		h[nh++] = base_hash(info->dlpi_name);
+	for (const ElfW(Dyn) *e = d->dyn; e && e->d_tag != DT_NULL; e++)
+		if (e->d_tag == DT_SONAME && d->strtab) {
+			h[nh++] = kpp_dynsym_hash(d->strtab + e->d_un.d_val);
+			break;
+		}
+	for (int i = 0; i < w->nr_needed; i++)
+		for (int k = 0; k < nh; k++)
+			if (w->needed[i] == h[k])
+				return true;
+	return false;
+}
 
 extern const ElfW(Ehdr) __ehdr_start KPP_HIDDEN;	/* our own ELF header, from the linker */
 
@@ -433,7 +489,7 @@ static int next_walk_one(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct next_walk *w = data;
 	struct kpp_dynsym d;
-	bool open_failed;
+	bool open_failed, initial;
 	int done = 0;
 
 	(void)size;
@@ -441,17 +497,25 @@ static int next_walk_one(struct dl_phdr_info *info, size_t size, void *data)
 		/* the program (the first object: the loader reads DT_AUDIT
 		 * there only) may name an auditor, whose la_symbind may
 		 * replace what dlsym finds: then only dlsym can tell */
-		if (!w->seen_first && !kpp_dynsym_open(info, &d) && d.audit)
-			ask_all(w);
+		if (!kpp_dynsym_open(info, &d)) {
+			if (!w->seen_first && d.audit)
+				ask_all(w);
+			note_needed(w, &d);
+		} else {
+			w->needed_full = true;	/* cannot tell what it needs */
+		}
 		w->seen_first = true;
 		w->after_us = is_us(info);
 		return 0;
 	}
 	open_failed = kpp_dynsym_open(info, &d) != 0;
-	if (open_failed || d.audit) {
+	if (open_failed || d.audit || w->needed_full) {
 		ask_all(w);
 		return 0;
 	}
+	initial = is_initial(w, info, &d);
+	if (initial)
+		note_needed(w, &d);
 	for (int j = 0; j < w->nr; j++) {
 		const struct kpp_next_table *t = w->tables[j];
 		void *p;
@@ -474,6 +538,8 @@ static int next_walk_one(struct dl_phdr_info *info, size_t size, void *data)
 			if ((w->found[j] | w->ask[j]) & (1ULL << i))
 				continue;
 			r = kpp_dynsym_find(&d, t->names[i], w->hash[j][i], &p);
+			if (r > 0 && !initial)
+				r = -1;	/* maybe not in the global scope: dlsym tells */
 			if (r > 0) {
 				w->found[j] |= 1ULL << i;
 				atomic_store_explicit(&t->slots[i], p, memory_order_release);
@@ -520,7 +586,8 @@ void kpp_next_resolve(const struct kpp_next_table *const *tables, int nr)
 
 	w.tables = tables;
 	w.nr = nr;
-	w.after_us = w.seen_first = false;
+	w.after_us = w.seen_first = w.needed_full = false;
+	w.nr_needed = 0;
 	for (int j = 0; j < nr; j++) {
 		w.found[j] = w.ask[j] = 0;
 		w.hashed[j] = false;

@@ -642,6 +642,7 @@ struct kpp_dynsym {
 	const char *strtab;
 	const ElfW(Half) *versym;	/* NULL: no versions */
 	bool audit;			/* names an auditor (DT_AUDIT, DT_DEPAUDIT) */
+	const ElfW(Dyn) *dyn;		/* its dynamic section (DT_NEEDED, DT_SONAME) */
 };
 /* 0, or -1: no tables to read (then ask the loader). */
 int kpp_dynsym_open(const struct dl_phdr_info *info, struct kpp_dynsym *d) KPP_HIDDEN;
