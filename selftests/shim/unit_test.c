@@ -53,6 +53,49 @@ TEST(set_insert_remove)
 	EXPECT_FALSE(kpp_set_insert(NULL, 1));
 }
 
+/*
+ * Until the first sample the level in force is the start level (2
+ * counters in .data: an unsampled free reads no page of its own); the
+ * static level takes over at the first insert (kpp_set_init) or at an
+ * arena mark, whose block's free must reach the slow path.  Each TEST runs
+ * in a child of a process that never touched the set.
+ */
+TEST(set_start_level_until_first_sample)
+{
+	static char blocks[8][32];
+	struct kpp_set_stats st;
+	uint64_t size;
+
+	kpp_set_stats(&st);
+	EXPECT_EQ(1u, st.filter_bits);
+	for (uintptr_t a = 0x10000; a < 0x10000 + 16 * 1000; a += 16)
+		ASSERT_FALSE(kpp_set_maybe((void *)a));
+	ASSERT_TRUE(kpp_set_insert(blocks[0], 5));	/* the first sample */
+	kpp_set_stats(&st);
+	EXPECT_EQ(16u, st.filter_bits);
+	EXPECT_TRUE(kpp_set_maybe(blocks[0]));
+	EXPECT_TRUE(kpp_set_remove(blocks[0], &size));
+	EXPECT_FALSE(kpp_set_maybe(blocks[0]));
+}
+
+TEST(set_mark_before_first_sample)
+{
+	static char a[16];
+	struct kpp_set_stats st;
+	int maybe = 0;
+
+	kpp_set_mark(a);
+	kpp_set_stats(&st);
+	EXPECT_EQ(16u, st.filter_bits);
+	EXPECT_TRUE(kpp_set_maybe(a));
+	for (uintptr_t p = 0x10000; p < 0x10000 + 16 * 1000; p += 16)
+		maybe += kpp_set_maybe((void *)p);
+	EXPECT_GT(10, maybe);
+	/* a fork child of a process that never sampled keeps the mark */
+	kpp_set_reset();
+	EXPECT_TRUE(kpp_set_maybe(a));
+}
+
 TEST(set_unknown_is_negative)
 {
 	uint64_t size;

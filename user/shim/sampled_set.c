@@ -20,9 +20,18 @@
  * counters, so a program's frees touch few cache lines and pages of even
  * the largest level, and never share a counter with a live neighbour;
  * large levels also sit on huge pages.  Readers find the filter in force in one
- * word, kpp_set_cur: its address (page aligned) plus the shift that turns
- * the 64-bit hash into an index in its low bits, so the pair is read
- * atomically.
+ * word, kpp_set_cur: its address (64-byte aligned) plus the shift that
+ * turns the 64-bit hash into an index in its low 6 bits, so the pair is
+ * read atomically.
+ *
+ * Before the first sample nothing is in the set, and the level in force is
+ * start_cells: 2 counters, always 0, in .data (KPP_START_DATA), on the page
+ * the loader has written at start anyway.  So a free in a process that
+ * never samples (every process of a host without the module) reads no
+ * page of its own: the static level's first read was a page fault (the
+ * zero page) in every process that frees.  The first sample (kpp_set_init)
+ * makes the static level the one in force before the first insert; an
+ * arena mark (kpp_set_mark) does too, so its block's free finds it.
  *
  * Growing without stopping readers or losing an entry.  A false negative
  * (a sampled block whose free is not seen) must never happen; extra counts
@@ -82,25 +91,32 @@
 /* ------------------------------------------------------------ filter */
 
 #define F0_BITS		16	/* 64 Ki counters, static */
+#define START_BITS	1	/* 2 counters: the level before the first sample */
 #define F_MAX_BITS	26	/* 64 Mi counters */
 #define F_STEP		2	/* each level 4x the last */
 #define F_LEVELS	((F_MAX_BITS - F0_BITS) / F_STEP + 1)
 #define F_SPARSE	6	/* grow when live > counters >> F_SPARSE */
 
 static _Atomic uint8_t filter0[1 << F0_BITS] KPP_PAGE_BSS;
-_Atomic(uint8_t *) kpp_set_cur = (uint8_t *)filter0 + (64 - F0_BITS);
+/*
+ * Never written: no sample, no mark has a counter in it.  2 counters, in
+ * a cache line of its own (the tag, 63, must point inside the object).
+ */
+static _Atomic uint8_t start_cells[64] __attribute__((aligned(64))) KPP_START_DATA;
+#define START_LEVEL	((uint8_t *)start_cells + (64 - START_BITS))
+_Atomic(uint8_t *) kpp_set_cur = START_LEVEL;
 static _Atomic(uint8_t *) building;
 static uint8_t *flevel[F_LEVELS] = { (uint8_t *)filter0 + (64 - F0_BITS) };
 static _Atomic int nr_flevels = 1;
 
 static inline unsigned int level_bits(uint8_t *v)
 {
-	return 64 - (unsigned int)((uintptr_t)v & 4095);
+	return 64 - (unsigned int)((uintptr_t)v & KPP_LEVEL_TAG);
 }
 
 static inline _Atomic uint8_t *level_cell(uint8_t *v, const void *p)
 {
-	_Atomic uint8_t *c = (_Atomic uint8_t *)((uintptr_t)v & ~(uintptr_t)4095);
+	_Atomic uint8_t *c = (_Atomic uint8_t *)((uintptr_t)v & ~KPP_LEVEL_TAG);
 
 	return &c[kpp_set_index(p, (uintptr_t)v)];
 }
@@ -154,6 +170,9 @@ void kpp_set_mark(const void *p)
 	b = atomic_load(&building);
 	if (b)
 		atomic_store_explicit(level_cell(b, p), 255, memory_order_relaxed);
+	/* Frees still read the start level: from now on the static one, marked. */
+	b = START_LEVEL;
+	atomic_compare_exchange_strong(&kpp_set_cur, &b, flevel[0]);
 }
 
 /* ------------------------------------------------------------ tables */
@@ -374,14 +393,20 @@ int kpp_set_init(void)
 		return 0;
 	/*
 	 * Write the static filter's pages now, at the first sample, all at
-	 * once: frees read it from the start, so until now its pages were
-	 * the shared zero page; writing them one at a time later would be a
-	 * TLB-shootdown IPI each in a multi-threaded process.  Not at start
-	 * (as before issue 11): 16 page faults in every process, most of
-	 * which never sample.
+	 * once, before frees read them (an arena mark's write may have put
+	 * one in already): a page read first is the shared zero page, and
+	 * writing them one at a time later would be a TLB-shootdown IPI each
+	 * in a multi-threaded process.  Not at start (as before issue 11):
+	 * 16 page faults in every process, most of which never sample.
 	 */
 	for (size_t i = 0; i < sizeof(filter0); i += 4096)
 		atomic_fetch_add_explicit(&filter0[i], 0, memory_order_relaxed);
+	/*
+	 * The static level in force before the first table is published: a
+	 * thread that finds a table (nr_tables) inserts into the level in
+	 * force, which must then be this one, never the start level.
+	 */
+	atomic_store(&kpp_set_cur, flevel[0]);
 	return table_add(0);
 }
 
@@ -609,12 +634,16 @@ bool kpp_set_remove(const void *p, uint64_t *size)
  * are cleared the same way and the arena marks put back, because arena
  * blocks may still be freed.  Fork handlers do not wait: a grow under way
  * in another thread at the fork is dropped with its locks (the child never
- * published its level or table).
+ * published its level or table).  A parent that never sampled has no
+ * table, so no count in any level but the marks: nothing to clear (the
+ * static level's 16 pages were written in each such child).
  */
 void kpp_set_reset(void)
 {
 	int n = atomic_load(&nr_tables);
 
+	if (!n)
+		goto out;
 	for (int i = 0; i < n; i++) {
 		struct table *t = &tables[i];
 		size_t len = table_bytes(t->bits) + table_pages(t->bits);
@@ -626,7 +655,7 @@ void kpp_set_reset(void)
 	}
 	for (int l = 0; l < atomic_load(&nr_flevels); l++) {
 		uint8_t *v = flevel[l];
-		void *c = (void *)((uintptr_t)v & ~(uintptr_t)4095);
+		void *c = (void *)((uintptr_t)v & ~KPP_LEVEL_TAG);
 		size_t len = (size_t)1 << level_bits(v);
 
 		if (l == 0 || kpp_mmap(c, len, PROT_READ | PROT_WRITE,
@@ -635,6 +664,7 @@ void kpp_set_reset(void)
 			memset(c, 0, len);
 		mark_level(v);
 	}
+out:
 	atomic_store(&building, NULL);
 	atomic_store(&table_lock, 0);
 	atomic_store(&filter_lock, 0);

@@ -338,11 +338,17 @@ bool kpp_rand_chance(struct kpp_thread *t, uint64_t num, uint64_t den) KPP_HIDDE
  * (see sampled_set.c for why that is safe).
  */
 int kpp_set_init(void) KPP_HIDDEN;
-/* The filter level in force: its page-aligned address + the index shift. */
+/*
+ * The filter level in force: its address (64-byte aligned) + the index
+ * shift in the low 6 bits.  Until the first sample it is a level of 2
+ * counters in .data, on a page every process has written already: an
+ * unsampled free then reads no page of its own (sampled_set.c).
+ */
 extern _Atomic(uint8_t *) kpp_set_cur KPP_HIDDEN;
+#define KPP_LEVEL_TAG	((uintptr_t)63)
 /*
  * kpp_set_index - @p's counter in the level encoded as @v (its address,
- * low 12 bits: s = 64 - log2(counters)).  Consecutive 16-byte granules get
+ * low 6 bits: s = 64 - log2(counters)).  Consecutive 16-byte granules get
  * consecutive counters, so the frees of a neighbourhood of the heap read
  * a few cache lines, and two live blocks never share a counter unless
  * they lie a whole level's span (2^bits granules) apart; each span gets a
@@ -351,7 +357,7 @@ extern _Atomic(uint8_t *) kpp_set_cur KPP_HIDDEN;
  */
 static inline size_t kpp_set_index(const void *p, uintptr_t v)
 {
-	unsigned int s = (unsigned int)(v & 4095);
+	unsigned int s = (unsigned int)(v & KPP_LEVEL_TAG);
 	uintptr_t a = (uintptr_t)p;
 
 	return (size_t)(((a >> 4) + (a >> (68 - s)) * 0x9E3779B97F4A7C15ULL) &
@@ -360,7 +366,7 @@ static inline size_t kpp_set_index(const void *p, uintptr_t v)
 static inline bool kpp_set_maybe(const void *p)
 {
 	uintptr_t v = (uintptr_t)atomic_load_explicit(&kpp_set_cur, memory_order_acquire);
-	const _Atomic uint8_t *c = (const _Atomic uint8_t *)(v & ~(uintptr_t)4095);
+	const _Atomic uint8_t *c = (const _Atomic uint8_t *)(v & ~KPP_LEVEL_TAG);
 
 	return atomic_load_explicit(&c[kpp_set_index(p, v)], memory_order_relaxed) != 0;
 }
