@@ -541,7 +541,6 @@ static void kpp_init(void)
 	kpp.env_mem_rate = kpp_env_u64("KPPROF_MEM_RATE", 1ULL << 40);
 	kpp.env_block_rate = kpp_env_u64("KPPROF_BLOCK_RATE", 1ULL << 40);
 	kpp.env_mutex_fraction = kpp_env_u64("KPPROF_MUTEX_FRACTION", UINT32_MAX);
-	kpp_maps_find_self();
 
 	t->guard = 1;
 	if (kpp_opted_out() || open_device()) {
@@ -550,6 +549,7 @@ static void kpp_init(void)
 		errno = saved;
 		return;
 	}
+	kpp_maps_find_self();	/* the shim's text, which only stacks skip */
 	process_init();
 	kpp_stackpool_init();
 	/*
