@@ -48,6 +48,11 @@ bool kpp_filtered(bool note)
 	return false;
 }
 
+bool kpp_probe_filtered(void)
+{
+	return false;
+}
+
 static long iters;
 static int fd;
 static struct {
