@@ -12,9 +12,26 @@
 #
 #   python3: python3 -m test, one module at a time (libpython3.11-testsuite)
 #            modules of threads, subprocess, signals, os, ctypes, fork;
+#   python-more (not by default): 27 more of its modules (resource limits,
+#            faulthandler, pools of threads and processes, ptys, sockets, the
+#            C API, tracemalloc, mmap, embedding, asyncio, sqlite3, ssl...);
 #   glib, gdk-pixbuf (or any other directory of /usr/share/installed-tests):
-#            each .test's Exec (libglib2.0-tests, gdk-pixbuf-tests).  dbus's
-#            (dbus-tests) need a session bus: all fail plainly here.
+#            each .test's Exec (libglib2.0-tests, gdk-pixbuf-tests; not by
+#            default: libsoup-3.0, pango, graphene-1.0, RSVG, libgcab-1.0,
+#            libjcat, dbus...: libsoup's server-test and http2-test hang or
+#            time out plainly too, now and then).  dbus's (dbus-tests) run
+#            from /usr/lib/dbus-1.0; those needing a session bus fail plainly;
+#   systemd: every unit test of /usr/lib/systemd/tests (systemd-tests), exit
+#            77 a skip; test-execute needs /run/systemd/inaccessible (which a
+#            booted systemd makes): without it, it fails plainly too;
+#   cxx:     libstdc++'s threads, every mutex kind, condition variables,
+#            futures and exceptions across threads (foreign_threads.cc, g++);
+#   rust:    std::sync, panics with symbolized backtraces, aligned and large
+#            allocations (foreign_sync.rs; skipped without rustc);
+#   perl:    ithreads, shared variables, Thread::Queue (foreign_threads.pl);
+#   gc:      Boehm's conservative collector with threads that also malloc
+#            (foreign_gc.c, libgc-dev): its stop-the-world scans each thread's
+#            stack from the sp its signal handler sees (sigscan_host_test.sh);
 #   redis:   a real server under load (foreign_redis.sh): redis-server
 #            with I/O threads, redis-benchmark, a BGSAVE fork, every key
 #            read back, clean shutdown (redis-server, redis-tools);
@@ -50,7 +67,7 @@ if ! dpkg-query -W $want >/dev/null 2>&1; then
 	apt-get update -qq && apt-get install -y -qq $want >/dev/null ||
 		{ echo "foreign_suites: cannot install: $(echo $want)" >&2; exit 2; }
 fi
-suites="python glib gdk-pixbuf redis postgres sqlite"
+suites="python glib gdk-pixbuf systemd cxx rust perl gc redis postgres sqlite"
 if [ "${1:-}" = -s ]; then suites=$2; shift 2; fi
 lib=$(realpath "${1:-$top/build/user/shim/libkpprof.so}")
 tmp=$(mktemp -d /tmp/shim-foreign.XXXXXX)
@@ -72,11 +89,11 @@ run() {
 	shift 3
 	t0=$(date +%s.%N)
 	if [ "$mode" = plain ]; then
-		(cd "$dir" && /usr/bin/time -o "$tmp/time" -f '%U %S' timeout -s KILL "$T" "$@") >"$tmp/out" 2>&1
+		(cd "$dir" && /usr/bin/time -o "$tmp/time" -f '%U %S' timeout -s KILL "$T" "$@") </dev/null >"$tmp/out" 2>&1
 	else
 		(cd "$dir" && KPPROF_EXCLUDE_FILE=$tmp/none KPPROF_TEST_CONFIG=$tmp/$mode \
 			KPPROF_TEST_RING=1 LD_PRELOAD=$lib \
-			/usr/bin/time -o "$tmp/time" -f '%U %S' timeout -s KILL "$T" "$@") >"$tmp/out" 2>&1
+			/usr/bin/time -o "$tmp/time" -f '%U %S' timeout -s KILL "$T" "$@") </dev/null >"$tmp/out" 2>&1
 	fi
 	rc=$?
 	t1=$(date +%s.%N)
@@ -120,6 +137,36 @@ for suite in $suites; do
 			 test_ctypes test_fork1 test_threadsignals; do
 			one python "python:$m" "$tmp" /usr/bin/python3 -m test -j1 "$m"
 		done ;;
+	python-more)
+		# more of the interpreter's own suite: resource limits, faulthandler's
+		# signals, pools of threads and processes, ptys, sockets, the C API,
+		# tracemalloc, mmap, embedding, asyncio, sqlite3, ssl, compression
+		for m in test_resource test_faulthandler test_concurrent_futures \
+			 test_multiprocessing_fork test_posix test_pty test_socket test_capi \
+			 test_tracemalloc test_mmap test_embed test_queue test_sys test_gc \
+			 test_selectors test_asyncio test_sqlite3 test_ssl test_hashlib \
+			 test_zlib test_lzma test_decimal test_weakref test_io \
+			 test_threading_local test_socketserver test_logging; do
+			one python "python:$m" "$tmp" /usr/bin/python3 -m test -j1 "$m"
+		done ;;
+	systemd)
+		# every unit test Debian ships (systemd-tests): exit 77 is a skip
+		for t in /usr/lib/systemd/tests/test-*; do
+			one systemd "systemd:$(basename "$t")" "$tmp" "$t"
+		done ;;
+	cxx)	# libstdc++'s threads, every mutex kind, futures, exceptions
+		g++ -O2 -g -pthread -o "$tmp/foreign_threads" "$top/selftests/shim/foreign_threads.cc" || exit 2
+		one cxx cxx:threads "$tmp" "$tmp/foreign_threads" 300000 ;;
+	rust)	# std::sync, panics with backtraces, aligned allocations (rustc)
+		command -v rustc >/dev/null || { echo "# rust: no rustc, skipped"; continue; }
+		rustc -O -g -o "$tmp/foreign_sync" "$top/selftests/shim/foreign_sync.rs" || exit 2
+		one rust rust:sync "$tmp" "$tmp/foreign_sync" 100000 ;;
+	gc)	# Boehm's libgc: stop-the-world by signal, stacks scanned from the
+		# handler's sp (sigscan_host_test.sh), threads that also malloc
+		gcc -O2 -g -pthread -o "$tmp/foreign_gc" "$top/selftests/shim/foreign_gc.c" -lgc || exit 2
+		one gc gc:threads "$tmp" "$tmp/foreign_gc" 10 ;;
+	perl)	# ithreads: interpreter clones, shared variables, Thread::Queue
+		one perl perl:threads "$tmp" perl "$top/selftests/shim/foreign_threads.pl" 200000 ;;
 	redis|postgres|sqlite)
 		one $suite "$suite" "$tmp" "$top/selftests/shim/foreign_$suite.sh" ;;
 	*)	# GNOME-style installed tests: /usr/share/installed-tests/SUITE
@@ -127,8 +174,10 @@ for suite in $suites; do
 			exe=$(sed -n 's/^Exec=//p' "$f")
 			[ -n "$exe" ] || continue
 			# Exec= is a command line, with quotes
-			one "$suite" "$suite:$(basename "$f" .test)" \
-				/usr/libexec/installed-tests/"$suite" sh -c "exec $exe"
+			# dbus installs its programs elsewhere (/usr/lib/dbus-1.0)
+			d=/usr/libexec/installed-tests/$suite
+			[ -d "$d" ] || d=$tmp
+			one "$suite" "$suite:$(basename "$f" .test)" "$d" sh -c "exec $exe"
 		done ;;
 	esac
 done

@@ -30,6 +30,10 @@
  *    sample, a fork child's set-up, a COMM record without a ring (SUBMIT),
  *    the getpid at exit and at exec, the close of the start-up
  *    descriptor, a private stack or a bigger sampled-address table.
+ *    Before a thread's stack bounds at its first sample (stack.c:
+ *    pthread_getattr_np's sched_getaffinity, for a thread other than the
+ *    main one) it asks too, but a filter there only means no bounds for
+ *    that thread (kpp_probe_filtered: no stop).
  *    Before each, kpp_filtered() asks the module's seccomp probe
  *    (KPPROF_PGOFF_SECCOMP_PROBE), mapped at start-up right after the
  *    config page: a read of one of two pages, a page fault answered for
@@ -171,19 +175,11 @@ static void note_unseen(void)
 		atomic_fetch_add_explicit(&kpp.writes_ok, 1, memory_order_relaxed);
 }
 
-/*
- * probe_ask - 1: a thread of this process has a filter (the shim stops, with a NOTE
- * if @note); 0: it has none now; -1: no probe to ask (no module, an older
- * one, test mode) or start-up is not over.
- */
-static int probe_ask(bool note)
+/* One question to the probe at @p: non-zero if a thread of the process has a filter. */
+static bool probe_read(const volatile unsigned char *p)
 {
-	const volatile unsigned char *p = probe;
 	unsigned int n;
-	int saved;
 
-	if (!p || !atomic_load_explicit(&probe_armed, memory_order_relaxed))
-		return -1;
 	/*
 	 * The module keeps at most one of the two pages mapped.  The first
 	 * read may hit the page an earlier fault mapped, whose answer can
@@ -194,8 +190,23 @@ static int probe_ask(bool note)
 	 * process's life).
 	 */
 	n = atomic_fetch_add_explicit(&probe_reads, 1, memory_order_relaxed);
-	if (!*(const volatile uint32_t *)(p + (n & 1) * probe_page) &&
-	    !*(const volatile uint32_t *)(p + (~n & 1) * probe_page))
+	return *(const volatile uint32_t *)(p + (n & 1) * probe_page) ||
+	       *(const volatile uint32_t *)(p + (~n & 1) * probe_page);
+}
+
+/*
+ * probe_ask - 1: a thread of this process has a filter (the shim stops, with a NOTE
+ * if @note); 0: it has none now; -1: no probe to ask (no module, an older
+ * one, test mode) or start-up is not over.
+ */
+static int probe_ask(bool note)
+{
+	const volatile unsigned char *p = probe;
+	int saved;
+
+	if (!p || !atomic_load_explicit(&probe_armed, memory_order_relaxed))
+		return -1;
+	if (!probe_read(p))
 		return 0;
 	/* no waiting for other threads (seccomp.c's stop needs a clock) */
 	saved = errno;
@@ -217,6 +228,17 @@ bool kpp_unfiltered(void)
 	if (atomic_load_explicit(&kpp.stopped, memory_order_relaxed))
 		return false;
 	return probe_ask(true) == 0;
+}
+
+bool kpp_probe_filtered(void)
+{
+	const volatile unsigned char *p = probe;
+
+	if (atomic_load_explicit(&kpp.stopped, memory_order_relaxed) == KPP_STOP_SECCOMP)
+		return true;
+	if (!p || !atomic_load_explicit(&probe_armed, memory_order_relaxed))
+		return false;
+	return probe_read(p);
 }
 
 /* Stop for good, then report it while the ioctl is still allowed. */
