@@ -53,11 +53,6 @@ bool kpp_unfiltered(void)
 	return false;
 }
 
-bool kpp_probe_filtered(void)
-{
-	return false;
-}
-
 static long iters;
 static int fd;
 static struct {

@@ -21,13 +21,11 @@
  *                  best ALLOC record of 12345 bytes names.
  *   deephandler KIB [SECONDS]  a SIGALRM handler (no sigaltstack) that uses KIB KiB
  *                  of stack, from an interval timer every 100 us, while
- *                  the main thread allocates in a loop on a 1 MiB
- *                  makecontext() stack (at rate 1 most of its time is in
- *                  samples, and a sample from a stack that is not the
- *                  thread's runs on a private stack, so the signal often
- *                  lands there): until 20 handlers have run on a stack
- *                  other than the thread's own and the coroutine's, at
- *                  most SECONDS (default 20); prints
+ *                  the main thread allocates in a loop (at rate 1 most of
+ *                  its time is in samples, so the signal often lands on a
+ *                  sample's private stack): until 20 handlers have run on a
+ *                  stack other than the thread's own, at most SECONDS
+ *                  (default 20); prints
  *                  "deephandler H handlers, F on another stack, KIB KiB
  *                  each" (plainly F is 0: there is no other stack).
  *   badrbp         malloc+free with %rbp holding values a frame-pointer-less
@@ -263,11 +261,8 @@ static int deep(const char *lib)
 	return 0;
 }
 
-static char *main_lo, *main_hi, *dh_lo, *dh_hi;
+static char *main_lo, *main_hi;
 static volatile unsigned long deep_kib, deep_handled, deep_foreign;
-static long dh_secs;
-static ucontext_t dh_main_ctx, dh_co_ctx;
-#define DH_CO_SIZE	(1 << 20)
 
 static void on_alrm(int sig)
 {
@@ -278,33 +273,16 @@ static void on_alrm(int sig)
 	/* Touch every page, from the top down as a deep call chain would. */
 	for (long i = (long)(deep_kib << 10) - 1; i >= 0; i -= 1024)
 		buf[i] = (char)i;
-	if ((&here < main_lo || &here >= main_hi) && (&here < dh_lo || &here >= dh_hi))
+	if (&here < main_lo || &here >= main_hi)
 		deep_foreign++;
 	deep_handled++;
-}
-
-/* The allocation loop, on the coroutine's stack. */
-static void deep_loop(void)
-{
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (unsigned long i = 0; deep_foreign < 20; i++) {
-		void *volatile p = malloc(64 + (i & 1023));
-
-		free(p);
-		if (i % 1024)
-			continue;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec >= dh_secs)
-			break;
-	}
 }
 
 static int deephandler(unsigned long kib, long secs)
 {
 	struct sigaction sa = { .sa_handler = on_alrm, .sa_flags = SA_RESTART };
 	struct itimerval it = { { 0, 100 }, { 0, 100 } };
+	struct timespec t0, t;
 	pthread_attr_t attr;
 	size_t size;
 	void *lo;
@@ -321,15 +299,17 @@ static int deephandler(unsigned long kib, long secs)
 		perror("setitimer");
 		return 2;
 	}
-	dh_secs = secs;
-	dh_lo = guarded(DH_CO_SIZE);
-	dh_hi = dh_lo + DH_CO_SIZE;
-	getcontext(&dh_co_ctx);
-	dh_co_ctx.uc_stack.ss_sp = dh_lo;
-	dh_co_ctx.uc_stack.ss_size = DH_CO_SIZE;
-	dh_co_ctx.uc_link = &dh_main_ctx;
-	makecontext(&dh_co_ctx, deep_loop, 0);
-	swapcontext(&dh_main_ctx, &dh_co_ctx);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (unsigned long i = 0; deep_foreign < 20; i++) {
+		void *volatile p = malloc(64 + (i & 1023));
+
+		free(p);
+		if (i % 1024)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec >= secs)
+			break;
+	}
 	it = (struct itimerval){ { 0, 0 }, { 0, 0 } };
 	setitimer(ITIMER_REAL, &it, NULL);
 	printf("deephandler %lu handlers, %lu on another stack, %lu KiB each\n",

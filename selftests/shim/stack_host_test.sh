@@ -4,12 +4,10 @@
 # what a sample may cost the program it runs in.
 #   - a sampled malloc in a handler on an 8 KiB sigaltstack with a guard
 #     page does not overflow it;
-#   - a signal handler that needs 200 KiB of stack (it would run on the
-#     1 MiB coroutine stack it interrupts without the shim) survives being
-#     delivered while a sample from that stack runs on a private stack
-#     (DEEP_KIB; 20 such deliveries), and one using 32 KiB under a finite
-#     RLIMIT_AS (64 KiB stacks there); a sample from the thread's own
-#     stack stays there (sigscan_host_test.sh);
+#   - a signal handler that needs 200 KiB of stack (it would run on an
+#     8 MiB thread stack without the shim) survives being delivered while
+#     a sample runs on its private stack (DEEP_KIB; 20 such deliveries),
+#     and one using 32 KiB under a finite RLIMIT_AS (64 KiB stacks there);
 #   - on a 16 KiB makecontext() stack, malloc+free with a sample takes at
 #     most 1 KiB more of the caller's stack than without the shim;
 #   - a frame pointer chain that leads to the top of the address space

@@ -267,10 +267,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
  * munmap, mremap, madvise, mprotect; malloc may read
  * /proc/sys/vm/overcommit_memory: openat, read, close), contend (futex,
  * sched_yield), a thread's start, exit (rseq) and join, exit.  @allow_write:
- * test mode's record path, for a filter the shim cannot see, and the
- * sched_getaffinity of pthread_getattr_np at a thread's first sample (its
- * stack bounds, stack.c), which with the module the seccomp probe keeps
- * from a filtered process; test mode has no probe.
+ * test mode's record path, for a filter the shim cannot see.
  * @allow_kick: with the module, the two syscalls the shim still makes on a
  * sampling path, which it cannot avoid under a filter it does not see
  * (user/shim/README.md, "Known limits"): the ring's kick when a quarter
@@ -285,7 +282,6 @@ static int install_filter(int raw, int use_prctl, int allow_write, int allow_kic
 		SECCOMP_ALLOW_ALLOCATING,
 		ALLOW(__NR_clone), ALLOW(__NR_clone3),
 		ALLOW(allow_write ? __NR_write : __NR_brk),
-		ALLOW(allow_write ? __NR_sched_getaffinity : __NR_brk),
 		ALLOW(allow_kick ? __NR_ioctl : __NR_brk),
 		ALLOW(allow_kick ? __NR_clock_gettime : __NR_brk),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),

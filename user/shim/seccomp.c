@@ -30,10 +30,6 @@
  *    sample, a fork child's set-up, a COMM record without a ring (SUBMIT),
  *    the getpid at exit and at exec, the close of the start-up
  *    descriptor, a private stack or a bigger sampled-address table.
- *    Before a thread's stack bounds at its first sample (stack.c:
- *    pthread_getattr_np's sched_getaffinity, for a thread other than the
- *    main one) it asks too, but a filter there only means no bounds for
- *    that thread (kpp_probe_filtered: no stop).
  *    Before each, kpp_filtered() asks the module's seccomp probe
  *    (KPPROF_PGOFF_SECCOMP_PROBE), mapped at start-up right after the
  *    config page: a read of one of two pages, a page fault answered for
@@ -228,17 +224,6 @@ bool kpp_unfiltered(void)
 	if (atomic_load_explicit(&kpp.stopped, memory_order_relaxed))
 		return false;
 	return probe_ask(true) == 0;
-}
-
-bool kpp_probe_filtered(void)
-{
-	const volatile unsigned char *p = probe;
-
-	if (atomic_load_explicit(&kpp.stopped, memory_order_relaxed) == KPP_STOP_SECCOMP)
-		return true;
-	if (!p || !atomic_load_explicit(&probe_armed, memory_order_relaxed))
-		return false;
-	return probe_read(p);
 }
 
 /* Stop for good, then report it while the ioctl is still allowed. */

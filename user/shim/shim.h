@@ -166,7 +166,7 @@ struct kpp_thread {
 	uint32_t mutex_fraction;	/* 0: off */
 	uint32_t rng_seeded;
 	uint64_t rng;
-	uintptr_t stack_lo, stack_hi;	/* this thread's stack (FP walker, kpp_stack_room) */
+	uintptr_t stack_lo, stack_hi;	/* this thread's stack, for the FP walker */
 	uint32_t stack_known;
 	uint32_t in_getattr;		/* inside pthread_getattr_np (getattr.c) */
 	int saved_errno;		/* errno on entry to a sampling path */
@@ -392,7 +392,7 @@ void kpp_set_stats(struct kpp_set_stats *st) KPP_HIDDEN;
 /*
  * kpp_stack - capture the calling thread's user stack, leaf first, the
  * shim's own frames left out; at most @max frames; returns the count.
- * Runs through switch.S (kpp_on_private_stack); @caller_fp is the frame
+ * Runs on a private stack (kpp_on_private_stack); @caller_fp is the frame
  * record switch.S left on the caller's stack, where fp walks start.
  */
 /*
@@ -430,21 +430,14 @@ bool kpp_obj_at(uintptr_t pc, struct kpp_obj *o, struct dl_find_object *d) KPP_H
 unsigned int kpp_stack(struct kpp_thread *t, uintptr_t caller_fp, __u64 *pcs,
 		       unsigned int max, struct kpp_objs *objs) KPP_HIDDEN;
 unsigned int kpp_stack_fp(struct kpp_thread *t, __u64 *pcs, unsigned int max) KPP_HIDDEN;
-/* Room on the caller's stack, the thread's own, for a sample's body below @sp. */
-#define KPP_STACK_ROOM	(64 << 10)
-bool kpp_stack_room(struct kpp_thread *t, uintptr_t sp) KPP_HIDDEN;
-/* The main thread's RLIMIT_STACK, read with RLIMIT_AS (stackpool.c). */
-void kpp_stack_set_main_size(size_t rlim_cur) KPP_HIDDEN;
 unsigned int kpp_stack_dwarf(__u64 *pcs, unsigned int max) KPP_HIDDEN;
 /* The child after fork: only this thread's private stack is in use. */
 void kpp_unwind_fork_child(bool parent_threaded) KPP_HIDDEN;
 
 /*
- * kpp_on_private_stack - run @fn(@arg, caller_fp) on the caller's own
- * stack if it is the thread's and has room (kpp_stack_room), else on one
- * of the pool's private stacks (stackpool.c); either way it holds one of
- * the pool's slots (the rule cache above its stack); false, without
- * calling it, if no slot was free (counted: kpp_stackpool_skipped).
+ * kpp_on_private_stack - run @fn(@arg, caller_fp) on one of the pool's
+ * private stacks (stackpool.c); false, without calling it, if no stack
+ * was free (counted: kpp_stackpool_skipped).
  */
 bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
 			  void *arg) KPP_HIDDEN;
@@ -611,12 +604,6 @@ bool kpp_filtered(bool note) KPP_HIDDEN;
  * stopped; a filter it finds stops the shim as kpp_filtered(true) does.
  */
 bool kpp_unfiltered(void) KPP_HIDDEN;
-/*
- * kpp_probe_filtered - the same question, without the stop: before a
- * syscall the shim can do without (a thread's stack bounds, stack.c),
- * which it then skips while the process goes on sampling.
- */
-bool kpp_probe_filtered(void) KPP_HIDDEN;
 /*
  * kpp_filtered_record - before a record's own syscall (a SUBMIT without a
  * ring, or the ring's set-up): the seccomp probe, unless this thread has

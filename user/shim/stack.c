@@ -44,44 +44,27 @@ static bool in_self(uintptr_t pc)
 /* The top of the main thread's stack (ld.so's, exported). */
 extern void *__libc_stack_end;
 
-/* The main thread's RLIMIT_STACK (at most 1 GiB); 0: not read yet. */
-static _Atomic size_t main_stack_size;
-
-void kpp_stack_set_main_size(size_t rlim_cur)
-{
-	if (rlim_cur > (size_t)1 << 30)
-		rlim_cur = (size_t)1 << 30;
-	atomic_store_explicit(&main_stack_size, rlim_cur, memory_order_relaxed);
-}
-
 /*
  * Learn this thread's stack bounds once; 0 if they cannot be known.  On
- * the main thread's stack, from __libc_stack_end and RLIMIT_STACK (read
- * with the first private stack's mapping, stackpool.c; before that, as
- * when it cannot be read, 1 GiB): for
+ * the main thread's stack, from __libc_stack_end and RLIMIT_STACK: for
  * the main thread pthread_getattr_np() reads all of /proc/self/maps, a
  * cost the first stack of every process paid.  A walk
- * only reads between its own frame and the top, all mapped, and the main
- * thread's stack grows on demand up to RLIMIT_STACK, so a lower
- * bound below the stack's real extent is harmless.  Another thread's
- * from pthread_getattr_np(), whose sched_getaffinity is a syscall: not
- * made under a seccomp filter the shim never saw (the probe); that
- * thread's bounds stay 0 for good (no fp stack, every sample on a private
- * stack) and the process goes on sampling.  Called at each thread's first
- * sample (kpp_stack_room), on the caller's stack.
+ * only reads between its own frame and the top, all mapped, so a lower
+ * bound below the stack's real extent is harmless.
  */
 static void stack_bounds(struct kpp_thread *t, uintptr_t fp)
 {
 	uintptr_t here = fp;
 	uintptr_t top = ((uintptr_t)__libc_stack_end + 4095) & ~(uintptr_t)4095;
-	size_t main_size = atomic_load_explicit(&main_stack_size, memory_order_relaxed);
+	size_t main_size = (size_t)1 << 30;
 	pthread_attr_t attr;
+	struct rlimit rl;
 	void *addr;
 	size_t size;
 
 	t->stack_lo = t->stack_hi = 0;
-	if (!main_size)
-		main_size = (size_t)1 << 30;
+	if (!kpp_getrlimit(RLIMIT_STACK, &rl) && rl.rlim_cur < main_size)
+		main_size = rl.rlim_cur;
 	if (__libc_stack_end && here < top && here >= top - main_size) {
 		t->stack_known = 1;
 		t->stack_lo = top - main_size;
@@ -95,8 +78,6 @@ static void stack_bounds(struct kpp_thread *t, uintptr_t fp)
 	if (t->in_getattr)
 		return;
 	t->stack_known = 1;
-	if (kpp_probe_filtered())
-		return;
 	if (kpp_real_getattr(pthread_self(), &attr))
 		return;
 	if (!pthread_attr_getstack(&attr, &addr, &size)) {
@@ -104,21 +85,6 @@ static void stack_bounds(struct kpp_thread *t, uintptr_t fp)
 		t->stack_hi = (uintptr_t)addr + size;
 	}
 	pthread_attr_destroy(&attr);
-}
-
-/*
- * kpp_stack_room - does a sample's body run on the caller's stack, at @sp
- * (stackpool.c)?  Yes on the thread's own stack (bounds known: not a
- * sigaltstack, not a coroutine's stack, not inside pthread_getattr_np
- * before they are known) with at least KPP_STACK_ROOM bytes left below
- * @sp; elsewhere the body goes to a private stack.
- */
-bool kpp_stack_room(struct kpp_thread *t, uintptr_t sp)
-{
-	if (unlikely(!t->stack_known))
-		stack_bounds(t, sp);
-	return sp < t->stack_hi && sp >= t->stack_lo &&
-	       sp - t->stack_lo >= KPP_STACK_ROOM;
 }
 
 /* stack_fp - walk the rbp chain from the frame record at @fp. */

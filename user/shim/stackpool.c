@@ -1,18 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Where the body of a sample runs: the stack capture, the record it is
- * built in and its submission.  On the caller's stack when that is the
- * thread's own with room to spare (kpp_stack_room, stack.c), so that a
- * signal handler that interrupts the sample runs below the interrupted
- * frames, on the thread's stack, as it would without the shim: a
- * conservative garbage collector (Boehm's libgc) stops each thread with a
- * signal and scans its stack from the handler's stack pointer up, and a
- * handler on a private stack made it miss the thread's frames and free
- * its live objects (sigscan_host_test.sh).  Elsewhere -- an 8 KiB
- * sigaltstack, a coroutine's 16 KiB stack -- on one of the private stacks
- * below, and the caller's stack pays the wrapper's frames and 16 bytes of
- * switch.S.  Either way the sample holds a slot: the rule cache above
- * its stack is what the DWARF walk uses.
+ * Private stacks for the body of a sample: the stack capture, the record
+ * it is built in and its submission run here, not on the caller's stack,
+ * which may be an 8 KiB sigaltstack or a coroutine's 16 KiB stack.  The
+ * caller's stack pays the wrapper's frames and 16 bytes of switch.S.
  *
  * A pool of KPP_STACKS stacks of KPP_STACK_SIZE bytes, each with a guard
  * page below it, mmap'ed the first time its slot is used (so a process
@@ -23,8 +14,7 @@
  * see) then meets no mmap of ours unless more than KPP_STACKS_EARLY of its
  * threads sample at the same instant.  RLIMIT_AS and the overcommit mode
  * are read once, at the process's first sample (not at start: syscalls
- * every process would pay), and RLIMIT_STACK with them (stack.c: the main
- * thread's bounds).  A slot is claimed with a compare-and-swap on one
+ * every process would pay).  A slot is claimed with a compare-and-swap on one
  * bitmap word, lowest free bit first; nobody ever waits for a slot: with
  * all of them taken (64 threads sampling at the same instant) the sample
  * is skipped and counted (kpp_stackpool_busy).  A thread holds at most one
@@ -139,15 +129,12 @@ static void *slot_stack(int i, bool ask)
 	size_t size = atomic_load_explicit(&stack_size, memory_order_relaxed), map;
 
 	if (!size) {
-		struct rlimit as, st;
+		struct rlimit as;
 
 		size = KPP_STACK_SIZE;
 		if ((!kpp_getrlimit(RLIMIT_AS, &as) && as.rlim_cur != RLIM_INFINITY) ||
 		    strict_overcommit())
 			size = KPP_STACK_SMALL;
-		/* the main thread's stack bounds (kpp_stack_room) */
-		if (!kpp_getrlimit(RLIMIT_STACK, &st))
-			kpp_stack_set_main_size(st.rlim_cur);
 		atomic_store_explicit(&stack_size, size, memory_order_relaxed);
 	}
 	map = KPP_GUARD_SIZE + size + KPP_UNWIND_CACHE_BYTES;
@@ -266,8 +253,7 @@ bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
 		return false;
 	}
 	t->stack_slot = (uint32_t)i + 1;
-	kpp_switch_call(arg, fn, kpp_stack_room(t, (uintptr_t)__builtin_frame_address(0)) ?
-			NULL : s + KPP_GUARD_SIZE +
+	kpp_switch_call(arg, fn, s + KPP_GUARD_SIZE +
 			atomic_load_explicit(&stack_sizes[i], memory_order_relaxed));
 	t->stack_slot = 0;
 	release(i);

@@ -2,10 +2,9 @@
 /*
  * kpp_switch_call(arg, fn, top) - call fn(arg, caller_fp) with the stack
  * pointer at @top (16-aligned, the high end of one of stackpool.c's
- * private stacks), and come back to the caller's stack; @top NULL: on the
- * caller's stack, right below this frame (rsp is 16-aligned after the
- * push).  @caller_fp is this frame's rbp: a frame record on the caller's
- * stack, where the frame-pointer walker starts.
+ * private stacks), and come back to the caller's stack.  @caller_fp is
+ * this frame's rbp: a frame record on the caller's stack, where the
+ * frame-pointer walker starts.
  *
  * The CFI says where the caller's frame is while rsp points to the
  * private stack: CFA = rbp + 16 (rbp is callee-saved, so fn gives it
@@ -28,10 +27,8 @@ kpp_switch_call:
 	.cfi_def_cfa_register %rbp
 	movq	%rsi, %rax
 	movq	%rbp, %rsi
-	testq	%rdx, %rdx
-	jz	1f
 	movq	%rdx, %rsp
-1:	call	*%rax
+	call	*%rax
 	movq	%rbp, %rsp
 	popq	%rbp
 	.cfi_def_cfa %rsp, 8
