@@ -182,8 +182,11 @@ static bool probe_read(const volatile unsigned char *p)
 	 * predate a filter this thread installed since; the other page was
 	 * unmapped at that moment, so the second read either faults now or
 	 * gets what a fault after the first read answered: never older than
-	 * the question.  Two faults per unfiltered question (a few in a
-	 * process's life).
+	 * the question (though, in a vfork child or a clone(CLONE_VM) task,
+	 * perhaps another thread group's: the module answers for the
+	 * faulting thread).  One fault per unfiltered question as a rule:
+	 * its first read hits the page the last question's second read
+	 * mapped (a few questions in a process's life).
 	 */
 	n = atomic_fetch_add_explicit(&probe_reads, 1, memory_order_relaxed);
 	return *(const volatile uint32_t *)(p + (n & 1) * probe_page) ||
