@@ -39,10 +39,11 @@
  *
  * When no next definition exists at start (a C program, which may dlopen
  * C++ code later: its libstdc++ is not looked in, as nothing is at a
- * wrapper's call, real.c), the wrappers call malloc and free (the
- * throwing forms abort on failure, as there is no runtime to throw with);
- * a libstdc++.so.6 loaded RTLD_LOCAL before our constructor ran is
- * looked in.
+ * wrapper's call, real.c), the wrappers call malloc and free; a new that
+ * malloc cannot serve calls a libstdc++'s loaded since (late_new: its
+ * new_handler, std::bad_alloc), and only with none at all do the throwing
+ * forms abort, as there is no runtime to throw with.  A libstdc++.so.6
+ * loaded RTLD_LOCAL before our constructor ran is looked in.
  */
 #include <dlfcn.h>
 #include <link.h>
@@ -178,11 +179,12 @@ static inline void account(struct kpp_thread *t, void *p, size_t n)
 
 /*
  * The fallback when there is no operator new to forward to at all: the
- * global malloc (normally our wrapper, which samples it).
+ * global malloc (normally our wrapper, which samples it); NULL when it
+ * fails (the caller then tries late_new()).
  */
 static void no_runtime(void) __attribute__((noreturn));
 
-static void *fallback_new(size_t n, size_t align, bool nothrow)
+static void *fallback_new(size_t n, size_t align)
 {
 	void *p = NULL;
 
@@ -194,8 +196,6 @@ static void *fallback_new(size_t n, size_t align, bool nothrow)
 	} else {
 		p = malloc(n);
 	}
-	if (!p && !nothrow)
-		no_runtime();
 	return p;
 }
 
@@ -273,7 +273,7 @@ static void *sym##_slow PARAMS							\
 	void *f = next_fn(idx), *p;						\
 										\
 	if (unlikely(!f)) {							\
-		p = fallback_new(n, align_, true);				\
+		p = fallback_new(n, align_);					\
 		if (p || !(f = late_new(idx))) {				\
 			if (!p && !nothrow_)					\
 				no_runtime();					\

@@ -138,6 +138,9 @@ static void sysv_lookup(const struct kpp_dynsym *d, const char *name, struct pic
 
 int kpp_dynsym_open(const struct dl_phdr_info *info, struct kpp_dynsym *d)
 {
+	ElfW(Xword) soname = 0;
+	bool has_soname = false;
+
 	memset(d, 0, sizeof(*d));
 	d->base = info->dlpi_addr;
 	/*
@@ -153,8 +156,7 @@ int kpp_dynsym_open(const struct dl_phdr_info *info, struct kpp_dynsym *d)
 		if (ph->p_type != PT_DYNAMIC)
 			continue;
 		d->dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
-		for (const ElfW(Dyn) *e = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
-		     e->d_tag != DT_NULL; e++) {
+		for (const ElfW(Dyn) *e = d->dyn; e->d_tag != DT_NULL; e++) {
 			if (e->d_tag == DT_GNU_HASH)
 				d->gnu = (const uint32_t *)dyn_ptr(info, e->d_un.d_ptr);
 			else if (e->d_tag == DT_HASH)
@@ -167,8 +169,14 @@ int kpp_dynsym_open(const struct dl_phdr_info *info, struct kpp_dynsym *d)
 				d->versym = (const ElfW(Half) *)dyn_ptr(info, e->d_un.d_ptr);
 			else if (e->d_tag == DT_AUDIT || e->d_tag == DT_DEPAUDIT)
 				d->audit = true;
+			else if (e->d_tag == DT_SONAME) {
+				soname = e->d_un.d_val;
+				has_soname = true;
+			}
 		}
 	}
+	if (has_soname && d->strtab)
+		d->soname = d->strtab + soname;
 	return d->symtab && d->strtab && (d->gnu || d->sysv) ? 0 : -1;
 }
 

@@ -450,11 +450,8 @@ static bool is_initial(const struct next_walk *w, const struct dl_phdr_info *inf
 
 	if (info->dlpi_name && *info->dlpi_name)
 		h[nh++] = base_hash(info->dlpi_name);
-	for (const ElfW(Dyn) *e = d->dyn; e && e->d_tag != DT_NULL; e++)
-		if (e->d_tag == DT_SONAME && d->strtab) {
-			h[nh++] = kpp_dynsym_hash(d->strtab + e->d_un.d_val);
-			break;
-		}
+	if (d->soname)
+		h[nh++] = kpp_dynsym_hash(d->soname);
 	for (int i = 0; i < w->nr_needed; i++)
 		for (int k = 0; k < nh; k++)
 			if (w->needed[i] == h[k])

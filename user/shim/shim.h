@@ -648,6 +648,7 @@ struct kpp_dynsym {
 	const char *strtab;
 	const ElfW(Half) *versym;	/* NULL: no versions */
 	bool audit;			/* names an auditor (DT_AUDIT, DT_DEPAUDIT) */
+	const char *soname;		/* DT_SONAME, or NULL */
 	const ElfW(Dyn) *dyn;		/* its dynamic section (DT_NEEDED, DT_SONAME) */
 };
 /* 0, or -1: no tables to read (then ask the loader). */
