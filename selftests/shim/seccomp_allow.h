@@ -30,6 +30,25 @@
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, 1), \
 	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP)
 
+/*
+ * Ends a filter: an anonymous mmap (fd -1) of exactly @len bytes traps,
+ * everything else is allowed.  The syscall number must be loaded.  The
+ * sampled set's second table has a length of its own (raw_yield.c,
+ * stuck_grow.c), so its mapping can be held in the SIGSYS handler.
+ */
+#define SECCOMP_ARG_LO(i)	(offsetof(struct seccomp_data, args[i]))
+#define SECCOMP_ARG_HI(i)	(offsetof(struct seccomp_data, args[i]) + 4)
+#define TRAP_ANON_MMAP_OF_LEN_ELSE_ALLOW(len) \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 7), \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SECCOMP_ARG_LO(1)), \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (len), 0, 5), \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SECCOMP_ARG_HI(1)), \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3), \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, SECCOMP_ARG_LO(4)), \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 0, 1), \
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP), \
+	BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+
 /* x86-64 only (anything else is killed), then the syscall number loaded */
 #define SECCOMP_ALLOW_ALLOCATING \
 	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)), \

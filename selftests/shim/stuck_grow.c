@@ -73,22 +73,11 @@ static void on_sigsys(int sig, siginfo_t *si, void *ucv)
 				  (int)r[REG_RDX], (int)r[REG_R10], -2, (off_t)r[REG_R9]);
 }
 
-#define ARG_LO(i)	(offsetof(struct seccomp_data, args[i]))
-#define ARG_HI(i)	(offsetof(struct seccomp_data, args[i]) + 4)
-
 static int install_raw_filter(void)
 {
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 7),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(1)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TABLE1_LEN, 0, 5),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_HI(1)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(4)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		TRAP_ANON_MMAP_OF_LEN_ELSE_ALLOW(TABLE1_LEN),
 	};
 	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
 
