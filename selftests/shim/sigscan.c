@@ -11,7 +11,7 @@
  * frames (its live objects freed under it: libgc's lists corrupted, a
  * segfault; foreign_suites.sh -s gc).
  *
- *   sigscan THREADS SECONDS
+ *   sigscan THREADS SECONDS [regs]
  *
  * THREADS workers allocate (malloc/free, every size from 16 bytes to
  * 4 KiB: at rate 1 each is a sample) with a canary on their own stack,
@@ -21,6 +21,12 @@
  * and the canary, i.e. that a scan from it would reach the canary.
  * Prints "sigscan H handlers, F off the thread's stack, C missed the
  * canary" (F and C are 0 without the shim); exit 0 if both are 0.
+ *
+ * With "regs", the workers' loop is sigscan_regs.S's: it holds five
+ * values in the callee-saved registers only, as compiled code keeps a
+ * pointer across calls, and the scan must find all five in the thread's
+ * stack (the kernel's signal frame, or whoever saved the registers on the
+ * way down); "R missed a register" is added, and counts too.
  */
 #include <pthread.h>
 #include <semaphore.h>
@@ -29,11 +35,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAXT 16
 
 struct worker {
 	pthread_t th;
+	unsigned long seed;		/* regs: the registers hold seed ^ K1..K5 */
 	char *lo, *hi;			/* the thread's stack */
 	char *volatile canary;		/* in the allocation loop's frame */
 	char *volatile sp;		/* the handler's, at the last stop */
@@ -43,6 +51,25 @@ static struct worker w[MAXT];
 static _Thread_local struct worker *self;
 static sem_t stopped, resume;
 static volatile int done;
+static int regs;
+void sigscan_regs_loop(volatile int *done, unsigned long seed);
+static const unsigned long k[5] = {
+	0x6b70707266310001UL, 0x6b70707266310002UL, 0x6b70707266310003UL,
+	0x6b70707266310004UL, 0x6b70707266310005UL,
+};
+
+/* Does [from, to) hold all of seed ^ k[]? */
+static int scan_finds(const char *from, const char *to, unsigned long seed)
+{
+	const unsigned long *p = (const unsigned long *)((unsigned long)from & ~7UL);
+	int found = 0;
+
+	for (; (const char *)(p + 1) <= to; p++)
+		for (int j = 0; j < 5; j++)
+			if (*p == (seed ^ k[j]))
+				found |= 1 << j;
+	return found == 31;
+}
 
 static void on_stop(int sig)
 {
@@ -72,6 +99,10 @@ static void *work(void *arg)
 	self->lo = lo;
 	self->hi = (char *)lo + size;
 	self->canary = (char *)&canary;
+	if (regs) {
+		sigscan_regs_loop(&done, self->seed);
+		return NULL;
+	}
 	for (unsigned long i = 0; !done; i++) {
 		void *volatile p = malloc(16 + (i * 37) % 4096);
 
@@ -85,11 +116,14 @@ int main(int argc, char **argv)
 	int nt = argc > 1 ? atoi(argv[1]) : 2;
 	long secs = argc > 2 ? atol(argv[2]) : 3;
 	struct sigaction sa = { .sa_handler = on_stop, .sa_flags = SA_RESTART };
-	unsigned long handlers = 0, off = 0, missed = 0;
+	unsigned long handlers = 0, off = 0, missed = 0, regmissed = 0;
 	struct timespec t0, t;
 
 	if (nt < 1 || nt > MAXT)
 		nt = 2;
+	regs = argc > 3 && !strcmp(argv[3], "regs");
+	for (int i = 0; i < nt; i++)
+		w[i].seed = 0x1000000UL * (unsigned long)(i + 1) + (unsigned long)getpid();
 	sigemptyset(&sa.sa_mask);
 	if (sem_init(&stopped, 0, 0) || sem_init(&resume, 0, 0) ||
 	    sigaction(SIGUSR2, &sa, NULL)) {
@@ -117,6 +151,8 @@ int main(int argc, char **argv)
 				off++;
 			else if (w[i].sp >= w[i].canary)
 				missed++;
+			else if (regs && !scan_finds(w[i].sp, w[i].hi, w[i].seed))
+				regmissed++;
 			sem_post(&resume);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
@@ -124,7 +160,10 @@ int main(int argc, char **argv)
 	done = 1;
 	for (int i = 0; i < nt; i++)
 		pthread_join(w[i].th, NULL);
-	printf("sigscan %lu handlers, %lu off the thread's stack, %lu missed the canary\n",
+	printf("sigscan %lu handlers, %lu off the thread's stack, %lu missed the canary",
 	       handlers, off, missed);
-	return off || missed;
+	if (regs)
+		printf(", %lu missed a register", regmissed);
+	printf("\n");
+	return off || missed || regmissed;
 }

@@ -19,7 +19,7 @@
  *                  test sink (KPPROF_TEST_SINK): prints "deep N/19" where
  *                  N is how many of deep_0..deep_17 and deep_leaf the
  *                  best ALLOC record of 12345 bytes names.
- *   deephandler KIB [SECONDS]  a SIGALRM handler (no sigaltstack) that uses KIB KiB
+ *   deephandler KIB [SECONDS [raw]]  a SIGALRM handler (no sigaltstack) that uses KIB KiB
  *                  of stack, from an interval timer every 100 us, while
  *                  the main thread allocates in a loop (at rate 1 most of
  *                  its time is in samples, so the signal often lands on a
@@ -27,7 +27,11 @@
  *                  stack other than the thread's own, at most SECONDS
  *                  (default 20); prints
  *                  "deephandler H handlers, F on another stack, KIB KiB
- *                  each" (plainly F is 0: there is no other stack).
+ *                  each" (plainly F is 0: there is no other stack).  "raw":
+ *                  installed with the rt_sigaction syscall, not sigaction(),
+ *                  so the shim cannot wrap it (user/shim/sigwrap.c runs a
+ *                  handler it wraps on the thread's stack): the kernel runs
+ *                  it where it lands, on the private stack.
  *   badrbp         malloc+free with %rbp holding values a frame-pointer-less
  *                  caller may leave there: -16 and -8 (a frame record that
  *                  would end past 2^64), 1 << 62, the top of this stack;
@@ -44,6 +48,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,9 +283,22 @@ static void on_alrm(int sig)
 	deep_handled++;
 }
 
-static int deephandler(unsigned long kib, long secs)
+/* the kernel's struct sigaction, and a restorer as glibc's (libgcc knows it) */
+struct raw_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	unsigned long mask;
+};
+void raw_restorer(void);
+__asm__(".text\n.type raw_restorer, @function\nraw_restorer:\n"
+	"\tmovq $15, %rax\n\tsyscall\n\thlt\n.size raw_restorer, .-raw_restorer\n");
+#define RAW_SA_RESTORER	0x04000000
+
+static int deephandler(unsigned long kib, long secs, bool raw)
 {
 	struct sigaction sa = { .sa_handler = on_alrm, .sa_flags = SA_RESTART };
+	struct raw_sigaction ra = { on_alrm, SA_RESTART | RAW_SA_RESTORER, raw_restorer, 0 };
 	struct itimerval it = { { 0, 100 }, { 0, 100 } };
 	struct timespec t0, t;
 	pthread_attr_t attr;
@@ -295,7 +313,9 @@ static int deephandler(unsigned long kib, long secs)
 	main_lo = lo;
 	main_hi = main_lo + size;
 	deep_kib = kib;
-	if (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &it, NULL)) {
+	if ((raw ? syscall(SYS_rt_sigaction, SIGALRM, &ra, NULL, sizeof(ra.mask))
+		 : sigaction(SIGALRM, &sa, NULL)) ||
+	    setitimer(ITIMER_REAL, &it, NULL)) {
 		perror("setitimer");
 		return 2;
 	}
@@ -394,7 +414,8 @@ int main(int argc, char **argv)
 		return deep(argv[2]);
 	if (argc > 2 && !strcmp(argv[1], "deephandler"))
 		return deephandler(strtoul(argv[2], NULL, 0),
-				   argc > 3 ? atol(argv[3]) : 20);
-	fprintf(stderr, "usage: stack_checks altstack SIZE | costack | fds | badrbp | getattr | deep LIB | deephandler KIB [SECONDS]\n");
+				   argc > 3 ? atol(argv[3]) : 20,
+				   argc > 4 && !strcmp(argv[4], "raw"));
+	fprintf(stderr, "usage: stack_checks altstack SIZE | costack | fds | badrbp | getattr | deep LIB | deephandler KIB [SECONDS [raw]]\n");
 	return 2;
 }

@@ -504,7 +504,7 @@ err_close:
 }
 
 static const struct kpp_next_table *const next_tables[] = {
-	&kpp_lock_next, &kpp_alloc_ext_next, &kpp_cxx_next,
+	&kpp_lock_next, &kpp_alloc_ext_next, &kpp_cxx_next, &kpp_sigwrap_next,
 };
 _Static_assert(sizeof(next_tables) / sizeof(next_tables[0]) <= KPP_NEXT_TABLES, "KPP_NEXT_TABLES");
 
@@ -582,6 +582,7 @@ static void kpp_fini(void)
 	struct kpp_thread *t = &kpp_thread;
 	struct kpp_wait w = { 0 };
 	int one = 1;
+	uint64_t alt, skipped;
 
 	if (atomic_load(&kpp.ready) != 1)
 		return;
@@ -641,4 +642,8 @@ static void kpp_fini(void)
 		  (unsigned long long)kpp.abandoned,
 		  (unsigned long long)kpp.seccomp_unwaited,
 		  (unsigned long long)kpp.test_given_up);
+	skipped = kpp_stackpool_skipped(&alt);
+	kpp_debug("samples skipped (no private stack) %llu, (on a sigaltstack) %llu, signal handlers not wrapped %llu",
+		  (unsigned long long)skipped, (unsigned long long)alt,
+		  (unsigned long long)kpp.sig_unwrapped);
 }

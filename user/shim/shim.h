@@ -111,7 +111,8 @@ struct kpp_next_table {
 };
 #define KPP_NEXT_TABLES	4
 void kpp_next_resolve(const struct kpp_next_table *const *tables, int nr) KPP_HIDDEN;
-extern const struct kpp_next_table kpp_lock_next, kpp_alloc_ext_next, kpp_cxx_next KPP_HIDDEN;
+extern const struct kpp_next_table kpp_lock_next, kpp_alloc_ext_next, kpp_cxx_next,
+	kpp_sigwrap_next KPP_HIDDEN;
 static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
 				    const char *also_in)
 {
@@ -174,6 +175,8 @@ struct kpp_thread {
 	uint32_t emitting;
 	uint32_t flushing;		/* inside emit.c's flush_held() */
 	uint32_t stack_slot;		/* private stack in use + 1, 0: none */
+	uintptr_t switch_sp;		/* the program's stack below what switch.S saved */
+	uintptr_t alt_lo, alt_hi;	/* sigaltstack() armed without SS_AUTODISARM */
 	uint32_t orphan_slot;		/* private stack of an abandoned sample + 1 */
 	uint32_t growing;		/* sampled_set.c's grow locks held (HOLDS_*) */
 	int map_buf;			/* maps.c record buffer held + 1, 0: none */
@@ -234,6 +237,7 @@ struct kpp_global {
 	_Atomic uint64_t seccomp_unwaited; /* filters installed beside a sample */
 	_Atomic uint64_t test_given_up;	/* test mode: ring entries skipped after 2 s */
 	_Atomic uint64_t abandoned;	/* samples a signal handler jumped out of */
+	_Atomic uint64_t sig_unwrapped;	/* handlers installed as given (sigwrap.c) */
 	_Atomic uint64_t maps_unsent;	/* objects whose MMAP could not be sent */
 	_Atomic uint64_t pring_fallback; /* no producer ring: SUBMIT per record */
 };
@@ -451,6 +455,14 @@ void kpp_stackpool_premap(void) KPP_HIDDEN;
 /* The unwind-rule cache of the thread's private stack, NULL outside one. */
 #define KPP_UNWIND_CACHE_BYTES	((64 << 10) + 4096)
 void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
+bool kpp_stackpool_in_body(const struct kpp_thread *t) KPP_HIDDEN;
+/* Is this thread on the sigaltstack it set with sigaltstack() (sigwrap.c)? */
+static inline bool kpp_on_altstack(const struct kpp_thread *t)
+{
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+
+	return sp - t->alt_lo < t->alt_hi - t->alt_lo;
+}
 /*
  * kpp_stack_cached - the DWARF stack from the frame record at @caller_fp
  * with the rules cached in @cache (unwind_cache.c); -1: a frame it cannot
@@ -458,7 +470,8 @@ void *kpp_stackpool_cache(struct kpp_thread *t) KPP_HIDDEN;
  */
 int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int max,
 		     struct kpp_objs *objs) KPP_HIDDEN;
-uint64_t kpp_stackpool_skipped(void) KPP_HIDDEN;
+/* samples skipped: no private stack (returned), on a sigaltstack (*@altstack) */
+uint64_t kpp_stackpool_skipped(uint64_t *altstack) KPP_HIDDEN;
 
 /* --------------------------------------------------------- records */
 

@@ -55,11 +55,12 @@ static _Atomic uint64_t slots_used;		/* bit i: slot i is claimed */
 static void *_Atomic stacks[KPP_STACKS];	/* low end of the guard page */
 static _Atomic size_t stack_sizes[KPP_STACKS];	/* its stack's size */
 /* Each slot's mapping: guard page, stack, the unwind-rule cache above. */
-static _Atomic uint64_t busy, map_failed;
+static _Atomic uint64_t busy, map_failed, on_altstack;
 static _Atomic size_t stack_size;	/* 0 until the first sample reads RLIMIT_AS */
 
 /* kpp_switch_call - switch.S */
-void kpp_switch_call(void *arg, void (*fn)(void *, uintptr_t), void *top) KPP_HIDDEN;
+void kpp_switch_call(void *arg, void (*fn)(void *, uintptr_t), void *top,
+		     uintptr_t *save_sp) KPP_HIDDEN;
 
 static int claim(void)
 {
@@ -240,6 +241,16 @@ bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
 
 	if (unlikely(t->orphan_slot))
 		kpp_stackpool_orphan(t);
+	/*
+	 * In a handler on the thread's sigaltstack: off it, the kernel would
+	 * deliver the next SA_ONSTACK signal at the altstack's top, over this
+	 * handler's frames (it tells "on the altstack" by the stack pointer).
+	 * The sample is skipped, counted.
+	 */
+	if (unlikely(t->alt_hi) && kpp_on_altstack(t)) {
+		atomic_fetch_add_explicit(&on_altstack, 1, memory_order_relaxed);
+		return false;
+	}
 	i = claim();
 
 	if (i < 0) {
@@ -254,10 +265,24 @@ bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
 	}
 	t->stack_slot = (uint32_t)i + 1;
 	kpp_switch_call(arg, fn, s + KPP_GUARD_SIZE +
-			atomic_load_explicit(&stack_sizes[i], memory_order_relaxed));
+			atomic_load_explicit(&stack_sizes[i], memory_order_relaxed),
+			&t->switch_sp);
 	t->stack_slot = 0;
 	release(i);
 	return true;
+}
+
+/*
+ * Is this thread running on the private stack of its sample (a signal
+ * handler that interrupted the sample's body: sigwrap.c)?  Then
+ * t->switch_sp is where the program's stack was left.
+ * Async-signal-safe.
+ */
+bool kpp_stackpool_in_body(const struct kpp_thread *t)
+{
+	uint32_t slot = t->stack_slot;
+
+	return slot && on_slot((int)slot - 1);
 }
 
 void *kpp_stackpool_cache(struct kpp_thread *t)
@@ -288,8 +313,9 @@ void kpp_stackpool_fork_child(struct kpp_thread *t)
 	atomic_store(&slots_used, keep);
 }
 
-uint64_t kpp_stackpool_skipped(void)
+uint64_t kpp_stackpool_skipped(uint64_t *altstack)
 {
+	*altstack = atomic_load_explicit(&on_altstack, memory_order_relaxed);
 	return atomic_load_explicit(&busy, memory_order_relaxed) +
 	       atomic_load_explicit(&map_failed, memory_order_relaxed);
 }

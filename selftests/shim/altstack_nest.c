@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A SA_ONSTACK handler that allocates on the thread's sigaltstack,
+ * interrupted by a second SA_ONSTACK signal.  Without the shim the kernel
+ * puts the second frame below the first on the altstack (it is on it).
+ * If the first handler's malloc ran a sample's body on the shim's private
+ * stack, the kernel saw a stack pointer off the altstack and put the
+ * second frame at the altstack's top, over the first handler's frames
+ * (SIGSEGV, 3 of 3 runs at rate 1, before the fix).  The second handler
+ * scribbles 6000 bytes of its frame; the first checks a canary.
+ *
+ *   altstack_nest SECONDS
+ *
+ * Prints "altstack_nest H1 first handlers, H2 second (N inside a first),
+ * S canaries smashed"; exit 1 if S > 0.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static volatile int stop, in1;
+static volatile unsigned long n1, n2, nested, smashed;
+static pthread_t main_th;
+
+static void second(int sig)
+{
+	volatile char buf[6000];
+
+	(void)sig;
+	memset((char *)buf, 0x5a, sizeof(buf));
+	n2++;
+	if (in1)
+		nested++;
+}
+
+static void first(int sig)
+{
+	volatile unsigned long canary = 0x1234567812345678UL;
+
+	(void)sig;
+	in1 = 1;
+	for (int i = 0; i < 20000; i++) {
+		void *volatile p = malloc(32 + i);
+
+		free(p);
+	}
+	in1 = 0;
+	if (canary != 0x1234567812345678UL)
+		smashed++;
+	n1++;
+}
+
+static void *sender(void *arg)
+{
+	(void)arg;
+	while (!stop) {
+		pthread_kill(main_th, SIGUSR1);
+		for (int i = 0; i < 20 && !stop; i++)
+			pthread_kill(main_th, SIGUSR2);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	long secs = argc > 1 ? atol(argv[1]) : 2;
+	stack_t ss = { .ss_sp = malloc(1 << 16), .ss_size = 1 << 16 };
+	struct sigaction sa = { .sa_flags = SA_ONSTACK };
+	struct timespec t0, t;
+	pthread_t th;
+
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = first;
+	if (!ss.ss_sp || sigaltstack(&ss, NULL) || sigaction(SIGUSR1, &sa, NULL))
+		return 2;
+	sa.sa_handler = second;
+	if (sigaction(SIGUSR2, &sa, NULL))
+		return 2;
+	main_th = pthread_self();
+	if (pthread_create(&th, NULL, sender, NULL))
+		return 2;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while (t.tv_sec - t0.tv_sec < secs);
+	stop = 1;
+	pthread_join(th, NULL);
+	printf("altstack_nest %lu first handlers, %lu second (%lu inside a first), %lu canaries smashed\n",
+	       n1, n2, nested, smashed);
+	return smashed != 0;
+}

@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# In a process that samples, the shim installs the program's signal
+# handlers behind a trampoline of its own (user/shim/sigwrap.c: a handler
+# that interrupts a sample runs on the program's stack; sigscan_host_test.sh).
+# The program must not see it: sigaction() and signal() report its own
+# handlers and flags, siginfo reaches SA_SIGINFO handlers, SA_RESETHAND
+# resets, SIG_IGN/SIG_DFL round-trip (sigwrap_sem.c).  Plainly, in
+# pass-through (no test config: nothing is wrapped) and in test mode at
+# rate 1 (everything is), both builds.
+# And a sample in a SA_ONSTACK handler on the thread's sigaltstack is
+# skipped: with its body on the private stack, the kernel put a nested
+# SA_ONSTACK signal's frame over the handler's (altstack_nest.c: SIGSEGV
+# 3 of 3 before).  Each run must see nested handlers, or it proves nothing.
+# usage: selftests/shim/sigwrap_host_test.sh [SHIM.so...]
+set -u
+. "$(dirname "$0")/lib.sh"
+
+tap_plan
+: >"$tmp/none"
+check() {	# NAME: judge $tmp/rc and $tmp/out
+	local fails
+	fails=$(grep -v '^ok ' "$tmp/out" | head -c 400 | tr '\n' ' ')
+	if [ "$(cat "$tmp/rc")" = 0 ] && [ "$(grep -c '^ok ' "$tmp/out")" -ge 15 ] && [ -z "$fails" ]; then
+		tap_ok "$1: $(grep -c '^ok ' "$tmp/out") checks"
+	else
+		tap_fail "$1" "rc $(cat "$tmp/rc"): $fails $(head -c 200 "$tmp/err")"
+	fi
+}
+"$d/sigwrap_sem" >"$tmp/out" 2>"$tmp/err"
+echo $? >"$tmp/rc"
+check plainly
+for lib in "$@"; do
+	b=$(basename "$lib")
+	timeout -k 5 30 env LD_PRELOAD="$lib" "$d/sigwrap_sem" >"$tmp/out" 2>"$tmp/err"
+	echo $? >"$tmp/rc"
+	check "$b, pass-through"
+	shim_test_config 1 0 0 >"$tmp/cfg" || { tap_fail "config file"; continue; }
+	shim_run 30 "$lib" KPPROF_EXCLUDE_FILE="$tmp/none" "$d/sigwrap_sem"
+	check "$b, rate 1"
+	# up to 3 runs, until one nests a second handler inside a first
+	for try in 1 2 3; do
+		shim_run 30 "$lib" KPPROF_EXCLUDE_FILE="$tmp/none" "$d/altstack_nest" 2
+		grep -q '([1-9][0-9]* inside a first)' "$tmp/out" && break
+	done
+	if [ "$(cat "$tmp/rc")" = 0 ] &&
+	   grep -q '([1-9][0-9]* inside a first), 0 canaries smashed' "$tmp/out"; then
+		tap_ok "$b, rate 1: nested SA_ONSTACK handlers on a sigaltstack: $(cat "$tmp/out")"
+	else
+		tap_fail "$b, rate 1: nested SA_ONSTACK handlers on a sigaltstack" \
+			"rc $(cat "$tmp/rc"): $(cat "$tmp/out") $(head -c 200 "$tmp/err")"
+	fi
+done
+tap_done
