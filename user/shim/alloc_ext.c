@@ -50,13 +50,13 @@ static const char *const names[NR_FNS] = {
 	[DALLOCX] = "dallocx",
 };
 
-static void *_Atomic next[NR_FNS];
+static void *_Atomic alloc_ext_next_fns[NR_FNS] KPP_START_DATA;
 
-const struct kpp_next_table kpp_alloc_ext_next = { next, names, NR_FNS, NULL, NULL };
+const struct kpp_next_table kpp_alloc_ext_next = { alloc_ext_next_fns, names, NR_FNS, NULL, NULL };
 
 static inline void *next_fn(int i)
 {
-	return kpp_next_cached(&next[i], names[i], NULL);
+	return kpp_next_cached(&alloc_ext_next_fns[i], names[i], NULL);
 }
 
 /*

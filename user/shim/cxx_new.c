@@ -101,10 +101,10 @@ static const char *const names[NR_FNS] = {
 #define PROBES	8
 enum { FORWARDS = 100, OWN };
 
-static void *_Atomic next[NR_FNS];
+static void *_Atomic cxx_next_fns[NR_FNS] KPP_START_DATA;
 
 const struct kpp_next_table kpp_cxx_next = {
-	next, names, NR_FNS, "libstdc++.so.6", "_Znwm"
+	cxx_next_fns, names, NR_FNS, "libstdc++.so.6", "_Znwm"
 };
 
 static _Atomic unsigned char mode[NR_FNS];
@@ -124,7 +124,7 @@ static const unsigned char paired_new[NR_FNS] = {
  */
 static inline void *next_fn(int i)
 {
-	return kpp_next_cached(&next[i], names[i], "libstdc++.so.6");
+	return kpp_next_cached(&cxx_next_fns[i], names[i], "libstdc++.so.6");
 }
 
 /* The countdown saved around a probing call; restored even if it throws

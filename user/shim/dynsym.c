@@ -199,7 +199,7 @@ int kpp_dynsym_find(const struct kpp_dynsym *d, const char *name, uint32_t hash,
 		return -1;
 	if (ELF64_ST_TYPE(k.best->st_info) == STT_GNU_IFUNC)
 		return -1;	/* its resolver picks the function: dlsym runs it */
-	if (ELF64_ST_BIND(k.best->st_info) == STB_WEAK)
+	if (ELF64_ST_BIND(k.best->st_info) == STB_WEAK && !d->weak_binds)
 		return -1;	/* LD_DYNAMIC_WEAK would bind a global one after it */
 	*addr = (void *)(d->base + k.best->st_value);
 	return 1;

@@ -21,33 +21,27 @@
 #include <unistd.h>
 #include "shim.h"
 
-static void *next(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
-
 /*
- * The real functions, looked up at start (kpp_exec_resolve), not at the
- * first call: a child of _Fork() or clone() in a threaded parent may
- * inherit the loader's lock held by another thread, and its exec would
- * hang in dlsym.
+ * The real functions, found at start with the other next definitions
+ * (real.c), not at the first call: a child of _Fork() or clone() in a
+ * threaded parent may inherit the loader's lock held by another thread,
+ * and its exec would hang in dlsym.
  */
 enum { R_EXECVE, R_EXECV, R_EXECVP, R_EXECVPE, R_FEXECVE, R_EXECVEAT, R_N };
 static const char *const real_names[R_N] = {
 	"execve", "execv", "execvp", "execvpe", "fexecve", "execveat",
 };
 static void *_Atomic real_fn[R_N] KPP_START_DATA;
+const struct kpp_next_table kpp_exec_next = { real_fn, real_names, R_N, NULL, NULL };
 
-void kpp_exec_resolve(void)
-{
-	for (int i = 0; i < R_N; i++)
-		atomic_store(&real_fn[i], next(real_names[i]));
-}
-
+/* NULL: no next definition (the wrapper fails with ENOSYS) */
 #define REAL(type, name) \
-	__typeof__(type) real = (__typeof__(type))atomic_load(&real_fn[R_##name]); \
-	if (unlikely(!real)) \
-		*(void **)&real = next(real_names[R_##name])
+	__typeof__(type) real = (__typeof__(type))kpp_next_cached(&real_fn[R_##name], \
+								  real_names[R_##name], NULL); \
+	if (unlikely(!real)) { \
+		errno = ENOSYS; \
+		return -1; \
+	}
 
 /*
  * before_exec - true if an EXEC record was sent (the image ended).  A

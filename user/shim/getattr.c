@@ -14,28 +14,23 @@
  * (kpp_thread.in_getattr) does not learn its bounds there; its stack
  * waits for a sample outside (stack.c).
  *
- * The real function is looked up by the constructor, as prctl's is
- * (seccomp.c): never dlsym on a sampling path.
+ * The real function is found at start with the other next definitions
+ * (real.c): never dlsym on a sampling path.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include "shim.h"
 
-static int (*real_getattr)(pthread_t, pthread_attr_t *) KPP_START_DATA;
-
-void kpp_getattr_resolve(void)
-{
-	*(void **)&real_getattr = dlsym(RTLD_NEXT, "pthread_getattr_np");
-}
+static const char *const next_names[1] = { "pthread_getattr_np" };
+static void *_Atomic getattr_next_fns[1] KPP_START_DATA;
+const struct kpp_next_table kpp_getattr_next = { getattr_next_fns, next_names, 1, NULL, NULL };
 
 int kpp_real_getattr(pthread_t th, pthread_attr_t *attr)
 {
-	int (*real)(pthread_t, pthread_attr_t *) = real_getattr;
+	int (*real)(pthread_t, pthread_attr_t *) =
+		kpp_next_cached(&getattr_next_fns[0], next_names[0], NULL);
 
-	if (!real)
-		*(void **)&real_getattr = *(void **)&real =
-			dlsym(RTLD_NEXT, "pthread_getattr_np");
 	return real ? real(th, attr) : ENOSYS;
 }
 

@@ -503,10 +503,12 @@ err_close:
 	return -1;
 }
 
+/* the optional next definitions, each file's (real.c has the required ones) */
 static const struct kpp_next_table *const next_tables[] = {
 	&kpp_lock_next, &kpp_alloc_ext_next, &kpp_cxx_next, &kpp_sigwrap_next,
+	&kpp_seccomp_next, &kpp_getattr_next, &kpp_exec_next,
 };
-_Static_assert(sizeof(next_tables) / sizeof(next_tables[0]) <= KPP_NEXT_TABLES, "KPP_NEXT_TABLES");
+_Static_assert(sizeof(next_tables) / sizeof(next_tables[0]) < KPP_NEXT_TABLES, "KPP_NEXT_TABLES");
 
 __attribute__((constructor))
 static void kpp_init(void)
@@ -515,11 +517,8 @@ static void kpp_init(void)
 	const char *s;
 	int saved = errno;
 
-	kpp_resolve();
-	kpp_seccomp_resolve();	/* even setuid: its wrappers pass through */
-	kpp_getattr_resolve();
-	/* the optional ones, never at a wrapper's first call (real.c) */
-	kpp_next_resolve(next_tables, sizeof(next_tables) / sizeof(next_tables[0]));
+	/* the optional next definitions too, never at a wrapper's first call (real.c) */
+	kpp_resolve_start(next_tables, sizeof(next_tables) / sizeof(next_tables[0]));
 	/*
 	 * Setuid or setgid (glibc's secure mode, which strips LD_* but not
 	 * KPPROF_*): nothing at all, not even the environment is read.  An
@@ -531,7 +530,6 @@ static void kpp_init(void)
 		errno = saved;
 		return;
 	}
-	kpp_exec_resolve();
 	s = kpp_getenv("KPPROF_DEBUG");
 	kpp.debug = s && *s == '1';
 	s = kpp_getenv("KPPROF_UNWIND");

@@ -326,13 +326,13 @@ static const char *const fnames[NR_F] = {
 	[F_COND_TIMED] = "pthread_cond_timedwait",
 	[F_COND_CLOCK] = "pthread_cond_clockwait",
 };
-static void *_Atomic fns[NR_F];
+static void *_Atomic lock_next_fns[NR_F] KPP_START_DATA;
 
-const struct kpp_next_table kpp_lock_next = { fns, fnames, NR_F, NULL, NULL };
+const struct kpp_next_table kpp_lock_next = { lock_next_fns, fnames, NR_F, NULL, NULL };
 
 static inline void *fn(int i)
 {
-	return kpp_next_cached(&fns[i], fnames[i], NULL);
+	return kpp_next_cached(&lock_next_fns[i], fnames[i], NULL);
 }
 
 struct wait_args {

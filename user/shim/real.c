@@ -14,10 +14,12 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 #include "shim.h"
 
-static void kpp_resolve_all(void);
+static void kpp_resolve_all(const struct kpp_next_table *const *optional, int nr);
+static void *lookup_next(const char *name, const char *also_in);
 
 /*
  * The stubs: kpp_real starts out pointing here, so the wrappers can call
@@ -193,16 +195,32 @@ bool kpp_resolving(void)
 	return resolving_here;
 }
 
-void kpp_resolve(void)
+static void resolve(const struct kpp_next_table *const *optional, int nr)
 {
 	if (atomic_load_explicit(&resolve_state, memory_order_acquire) == 2 ||
 	    resolving_here)
 		return;
 	resolving_here = 1;
 	atomic_store(&resolve_state, 1);
-	kpp_resolve_all();
+	kpp_resolve_all(optional, nr);
 	atomic_store_explicit(&resolve_state, 2, memory_order_release);
 	resolving_here = 0;
+}
+
+/* From a stub: a wrapper called before our constructor ran. */
+void kpp_resolve(void)
+{
+	resolve(NULL, -1);
+}
+
+void kpp_resolve_start(const struct kpp_next_table *const *optional, int nr)
+{
+	if (atomic_load(&resolve_state) == 0) {
+		resolve(optional, nr);
+		return;
+	}
+	kpp_resolve();
+	kpp_next_resolve(optional, nr);
 }
 
 /*
@@ -260,56 +278,79 @@ static int missing_lock2(void *l, const void *ts)
 	return ENOSYS;
 }
 
-/* Look one symbol up: the next definition, or @missing (said once). */
-static void *next_sym(const char *name, void *missing)
+/*
+ * The required next definitions, in struct kpp_real's order, found by the
+ * same walk of the objects' own tables as the optional ones
+ * (kpp_next_resolve below: a dlsym() costs about 1700 instructions, and
+ * these 17 were an eighth of a pass-through process's start-up).
+ */
+static const char *const required_names[] = {
+	"malloc", "free", "calloc", "realloc", "memalign", "posix_memalign",
+	"aligned_alloc", "valloc", "pvalloc",
+	"pthread_mutex_lock", "pthread_mutex_trylock", "pthread_mutex_timedlock",
+	"pthread_mutex_unlock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
+	"pthread_rwlock_tryrdlock", "pthread_rwlock_trywrlock",
+};
+#define NR_REQUIRED	(sizeof(required_names) / sizeof(required_names[0]))
+_Static_assert(NR_REQUIRED == sizeof(struct kpp_real) / sizeof(void *), "struct kpp_real");
+static void *_Atomic required_slots[NR_REQUIRED] KPP_START_DATA;
+static const struct kpp_next_table required = {
+	required_slots, required_names, NR_REQUIRED, NULL, NULL
+};
+/* what each fails with when it has no next definition (glibc has all) */
+static void *const required_missing[NR_REQUIRED] = {
+	(void *)missing_alloc1, (void *)missing_free, (void *)missing_alloc2,
+	(void *)missing_realloc, (void *)missing_alloc2, (void *)missing_posix_memalign,
+	(void *)missing_alloc2, (void *)missing_alloc1, (void *)missing_alloc1,
+	(void *)missing_lock1, (void *)missing_lock1, (void *)missing_lock2,
+	(void *)missing_lock1, (void *)missing_lock1, (void *)missing_lock1,
+	(void *)missing_lock1, (void *)missing_lock1,
+};
+
+/*
+ * @nr < 0: from a stub, before the constructor ran: dlsym(RTLD_NEXT), as
+ * early as that may be (another library's constructor, or the loader's
+ * own start-up with an auditor, when the environment and the loader's
+ * state are not yet what the walk reads).  Else from the constructor:
+ * one walk of the objects' tables for the required names and the
+ * @optional tables together.
+ */
+static void kpp_resolve_all(const struct kpp_next_table *const *optional, int nr)
 {
-	void *p = dlsym(RTLD_NEXT, name);
+	const struct kpp_next_table *tables[KPP_NEXT_TABLES];
+	void *r[NR_REQUIRED];
 
-	if (!p) {
-		static const char msg[] = "kpprof: a wrapped function has no next definition: it fails\n";
+	if (nr < 0) {
+		for (size_t i = 0; i < NR_REQUIRED; i++) {
+			void *p = lookup_next(required_names[i], NULL);
 
-		dlerror();
-		(void)!kpp_write(2, msg, sizeof(msg) - 1);
-		return missing;
+			atomic_store_explicit(&required_slots[i], p ? p : (void *)KPP_NEXT_ABSENT,
+					      memory_order_release);
+		}
+	} else {	/* nr < KPP_NEXT_TABLES: init.c's assertion */
+		tables[0] = &required;
+		for (int j = 0; j < nr; j++)
+			tables[j + 1] = optional[j];
+		kpp_next_resolve(tables, nr + 1);
 	}
-	return p;
-}
+	for (size_t i = 0; i < NR_REQUIRED; i++) {
+		void *p = atomic_load_explicit(&required_slots[i], memory_order_acquire);
 
-#define RESOLVE(field, name, missing) \
-	do { \
-		void *p_ = next_sym(name, (void *)(missing)); \
-		memcpy(&r.field, &p_, sizeof(p_)); \
-	} while (0)
+		if ((intptr_t)p <= 0) {
+			static const char msg[] = "kpprof: a wrapped function has no next definition: it fails\n";
 
-static void kpp_resolve_all(void)
-{
-	struct kpp_real r;
-
-	RESOLVE(malloc, "malloc", missing_alloc1);
-	RESOLVE(free, "free", missing_free);
-	RESOLVE(calloc, "calloc", missing_alloc2);
-	RESOLVE(realloc, "realloc", missing_realloc);
-	RESOLVE(memalign, "memalign", missing_alloc2);
-	RESOLVE(posix_memalign, "posix_memalign", missing_posix_memalign);
-	RESOLVE(aligned_alloc, "aligned_alloc", missing_alloc2);
-	RESOLVE(valloc, "valloc", missing_alloc1);
-	RESOLVE(pvalloc, "pvalloc", missing_alloc1);
-	RESOLVE(mutex_lock, "pthread_mutex_lock", missing_lock1);
-	RESOLVE(mutex_trylock, "pthread_mutex_trylock", missing_lock1);
-	RESOLVE(mutex_timedlock, "pthread_mutex_timedlock", missing_lock2);
-	RESOLVE(mutex_unlock, "pthread_mutex_unlock", missing_lock1);
-	RESOLVE(rwlock_rdlock, "pthread_rwlock_rdlock", missing_lock1);
-	RESOLVE(rwlock_wrlock, "pthread_rwlock_wrlock", missing_lock1);
-	RESOLVE(rwlock_tryrdlock, "pthread_rwlock_tryrdlock", missing_lock1);
-	RESOLVE(rwlock_trywrlock, "pthread_rwlock_trywrlock", missing_lock1);
+			(void)!kpp_write(2, msg, sizeof(msg) - 1);
+			p = required_missing[i];
+		}
+		r[i] = p;
+	}
 	/*
 	 * Publish function by function: another thread calling through a
 	 * stub meanwhile either still sees the stub (which forwards once we
 	 * are done) or the real function.
 	 */
-	for (size_t i = 0; i < sizeof(r) / sizeof(void *); i++)
-		__atomic_store_n((void **)&kpp_real + i, ((void **)&r)[i],
-				 __ATOMIC_RELEASE);
+	for (size_t i = 0; i < NR_REQUIRED; i++)
+		__atomic_store_n((void **)&kpp_real + i, r[i], __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------ arena */
@@ -404,6 +445,7 @@ struct next_walk {
 	uint32_t hash[KPP_NEXT_TABLES][64];
 	uint64_t found[KPP_NEXT_TABLES], ask[KPP_NEXT_TABLES];	/* bit i: names[i] */
 	bool hashed[KPP_NEXT_TABLES];	/* hash[j] computed: the key was seen */
+	bool weak_binds;		/* see struct kpp_dynsym */
 	/* the file names (gnu_hash) the initial objects walked so far need */
 	uint32_t needed[128];
 	int nr_needed;
@@ -510,6 +552,7 @@ static int next_walk_one(struct dl_phdr_info *info, size_t size, void *data)
 		ask_all(w);
 		return 0;
 	}
+	d.weak_binds = w->weak_binds;
 	initial = is_initial(w, info, &d);
 	if (initial)
 		note_needed(w, &d);
@@ -583,6 +626,13 @@ void kpp_next_resolve(const struct kpp_next_table *const *tables, int nr)
 
 	w.tables = tables;
 	w.nr = nr;
+	/*
+	 * The loader passes over a weak definition for a later global one
+	 * under LD_DYNAMIC_WEAK, which it obeys even in secure mode, where
+	 * the variable is then removed from the environment: a setuid
+	 * program asks dlsym about weak ones (libc's calloc, sigaction...).
+	 */
+	w.weak_binds = !kpp_getenv("LD_DYNAMIC_WEAK") && !getauxval(AT_SECURE);
 	w.after_us = w.seen_first = w.needed_full = false;
 	w.nr_needed = 0;
 	for (int j = 0; j < nr; j++) {

@@ -278,32 +278,28 @@ static void stop_for_filter(void)
 	errno = saved;
 }
 
-static void *next(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
-
 /*
- * The real prctl and syscall, looked up by the constructor
- * (kpp_seccomp_resolve), not at the first call: the shim's own records
- * go through syscall(2) in test mode, and a sampling path must not call
- * dlsym; nor may a _Fork() child, which may inherit the loader's lock
- * held.  Only a call made before our constructor ran looks them up there.
+ * The real prctl and syscall, found at start with the other next
+ * definitions (real.c, kpp_next_resolve), not at the first call: the
+ * shim's own records go through syscall(2) in test mode, and a sampling
+ * path must not call dlsym; nor may a _Fork() child, which may inherit the
+ * loader's lock held.  Only a call made before our constructor ran looks
+ * them up there.
  */
-static int (*real_prctl)(int, unsigned long, unsigned long, unsigned long,
-			 unsigned long) KPP_START_DATA;
-static long (*real_syscall)(long, ...) KPP_START_DATA;
+enum { N_PRCTL, N_SYSCALL, N_NR };
+static const char *const next_names[N_NR] = { "prctl", "syscall" };
+static void *_Atomic seccomp_next_fns[N_NR] KPP_START_DATA;
+const struct kpp_next_table kpp_seccomp_next = { seccomp_next_fns, next_names, N_NR, NULL, NULL };
 
-void kpp_seccomp_resolve(void)
+static void *next(int i)
 {
-	*(void **)&real_prctl = next("prctl");
-	*(void **)&real_syscall = next("syscall");
+	return kpp_next_cached(&seccomp_next_fns[i], next_names[i], NULL);
 }
 
 KPP_EXPORT int prctl(int option, ...)
 {
 	int (*real)(int, unsigned long, unsigned long, unsigned long,
-		    unsigned long) = real_prctl;
+		    unsigned long) = next(N_PRCTL);
 	unsigned long a[4];
 	va_list ap;
 
@@ -311,8 +307,10 @@ KPP_EXPORT int prctl(int option, ...)
 	for (int i = 0; i < 4; i++)
 		a[i] = va_arg(ap, unsigned long);
 	va_end(ap);
-	if (!real)
-		*(void **)&real_prctl = *(void **)&real = next("prctl");
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
 	if (option == PR_SET_SECCOMP)
 		stop_for_filter();
 	return real(option, a[0], a[1], a[2], a[3]);
@@ -320,7 +318,7 @@ KPP_EXPORT int prctl(int option, ...)
 
 KPP_EXPORT long syscall(long nr, ...)
 {
-	long (*real)(long, ...) = real_syscall;
+	long (*real)(long, ...) = next(N_SYSCALL);
 	long a[6];
 	va_list ap;
 
@@ -328,8 +326,10 @@ KPP_EXPORT long syscall(long nr, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
-	if (!real)
-		*(void **)&real_syscall = *(void **)&real = next("syscall");
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
 	if ((nr == SYS_seccomp && (a[0] == SECCOMP_SET_MODE_STRICT ||
 				   a[0] == SECCOMP_SET_MODE_FILTER)) ||
 	    (nr == SYS_prctl && a[0] == PR_SET_SECCOMP))

@@ -82,6 +82,12 @@ extern struct kpp_real kpp_real KPP_HIDDEN;
 
 /* kpp_resolve - fill kpp_real; safe to call many times and re-entrantly. */
 void kpp_resolve(void) KPP_HIDDEN;
+/*
+ * kpp_resolve_start - the constructor's: kpp_real and the @nr tables of
+ * optional next definitions (see kpp_next_resolve), in one walk.
+ */
+struct kpp_next_table;
+void kpp_resolve_start(const struct kpp_next_table *const *optional, int nr) KPP_HIDDEN;
 /* Early allocations made while dlsym runs come from a static arena. */
 void *kpp_arena_alloc(size_t size, size_t align) KPP_HIDDEN;
 bool kpp_in_arena(const void *p) KPP_HIDDEN;
@@ -109,10 +115,10 @@ struct kpp_next_table {
 	const char *also_in;	/* see above */
 	const char *key;	/* NULL, or a name every object with any of them defines */
 };
-#define KPP_NEXT_TABLES	4
+#define KPP_NEXT_TABLES	8
 void kpp_next_resolve(const struct kpp_next_table *const *tables, int nr) KPP_HIDDEN;
 extern const struct kpp_next_table kpp_lock_next, kpp_alloc_ext_next, kpp_cxx_next,
-	kpp_sigwrap_next KPP_HIDDEN;
+	kpp_sigwrap_next, kpp_seccomp_next, kpp_getattr_next, kpp_exec_next KPP_HIDDEN;
 static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
 				    const char *also_in)
 {
@@ -580,15 +586,9 @@ bool kpp_seccomp_inherited(void) KPP_HIDDEN;
 
 /* --------------------------------------------------------- processes */
 
-/* kpp_exec_resolve - the real exec functions, at start (exec.c). */
-void kpp_exec_resolve(void) KPP_HIDDEN;
 /* kpp_samplers_leave - the end of what kpp_samplers_enter() counted (init.c). */
 void kpp_samplers_leave(void) KPP_HIDDEN;
-/* kpp_seccomp_resolve - the real prctl and syscall, at start (seccomp.c). */
-void kpp_seccomp_resolve(void) KPP_HIDDEN;
-/* kpp_getattr_resolve - the real pthread_getattr_np, at start; kpp_real_getattr
- * calls it without marking the thread as inside it (getattr.c). */
-void kpp_getattr_resolve(void) KPP_HIDDEN;
+/* the real pthread_getattr_np, without marking the thread as inside it (getattr.c) */
 int kpp_real_getattr(pthread_t th, pthread_attr_t *attr) KPP_HIDDEN;
 /*
  * kpp_probe_map - map the module's seccomp probe from the start-up
@@ -663,6 +663,12 @@ struct kpp_dynsym {
 	bool audit;			/* names an auditor (DT_AUDIT, DT_DEPAUDIT) */
 	const char *soname;		/* DT_SONAME, or NULL */
 	const ElfW(Dyn) *dyn;		/* its dynamic section (DT_NEEDED, DT_SONAME) */
+	/*
+	 * Set by the caller (kpp_dynsym_open leaves it false): the loader
+	 * binds a weak definition as a global one, i.e. LD_DYNAMIC_WEAK is
+	 * not set (nor stripped by secure mode, which the loader still obeys).
+	 */
+	bool weak_binds;
 };
 /* 0, or -1: no tables to read (then ask the loader). */
 int kpp_dynsym_open(const struct dl_phdr_info *info, struct kpp_dynsym *d) KPP_HIDDEN;
@@ -671,7 +677,8 @@ uint32_t kpp_dynsym_hash(const char *name) KPP_HIDDEN;
  * kpp_dynsym_find - what dlsym() without a version finds for @name (its
  * kpp_dynsym_hash @hash) in this object: 1 and *@addr, 0 none, -1 ask
  * dlsym (an IFUNC, whose resolver picks the function; a weak definition,
- * which LD_DYNAMIC_WEAK passes over; two visible versions).
+ * which LD_DYNAMIC_WEAK passes over, unless @d->weak_binds; two visible
+ * versions).
  */
 int kpp_dynsym_find(const struct kpp_dynsym *d, const char *name, uint32_t hash,
 		    void **addr) KPP_HIDDEN;

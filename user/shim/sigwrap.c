@@ -56,9 +56,9 @@ static _Atomic int installed[_NSIG];
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef sighandler_t (*signal_fn)(int, sighandler_t);
 
-static void *_Atomic next_fns[4];
+static void *_Atomic sigwrap_next_fns[4] KPP_START_DATA;
 static const char *const next_names[4] = { "sigaction", "signal", "bsd_signal", "sigaltstack" };
-const struct kpp_next_table kpp_sigwrap_next = { next_fns, next_names, 4, NULL, NULL };
+const struct kpp_next_table kpp_sigwrap_next = { sigwrap_next_fns, next_names, 4, NULL, NULL };
 
 static void trampoline(int sig, siginfo_t *info, void *uc);
 
@@ -115,7 +115,7 @@ static int handler_slot(void *fn, bool siginfo)
 
 static sigaction_fn real_sigaction(void)
 {
-	return (sigaction_fn)kpp_next_cached(&next_fns[0], next_names[0], NULL);
+	return (sigaction_fn)kpp_next_cached(&sigwrap_next_fns[0], next_names[0], NULL);
 }
 
 /* What the program asked for, as the kernel now has it. */
@@ -185,7 +185,7 @@ KPP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
  */
 static sighandler_t wrap_signal(int i, int sig, sighandler_t h)
 {
-	signal_fn next = (signal_fn)kpp_next_cached(&next_fns[i], next_names[i], NULL);
+	signal_fn next = (signal_fn)kpp_next_cached(&sigwrap_next_fns[i], next_names[i], NULL);
 	struct sigaction cur;
 	sighandler_t old;
 	int prev;
@@ -228,7 +228,7 @@ KPP_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
 KPP_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
 {
 	int (*next)(const stack_t *, stack_t *) =
-		kpp_next_cached(&next_fns[3], next_names[3], NULL);
+		kpp_next_cached(&sigwrap_next_fns[3], next_names[3], NULL);
 	struct kpp_thread *t = &kpp_thread;
 	int rc;
 
