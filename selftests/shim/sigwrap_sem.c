@@ -5,14 +5,22 @@
  * signal() report the program's handler and flags, never the shim's
  * trampoline; SA_SIGINFO handlers get the siginfo (a sigqueue value),
  * plain ones only the number; SA_RESETHAND still resets; SIG_IGN and
- * SIG_DFL round-trip; the mask is the one given.  Prints "ok NAME" or
- * "FAIL NAME: why" per check and exits 1 on any failure.
+ * SIG_DFL round-trip; the mask is the one given.  And what the kernel
+ * holds (one of the shim's entry points) means that handler however it
+ * is read and passed on (review rsig F1 to F3): read with a raw
+ * rt_sigaction and chained to from a newer handler, saved by sigset()
+ * and put back with signal(), changed by a vfork child (the parent's
+ * stays), set by two threads at once (never one's handler with the
+ * other's flags).  Prints "ok NAME" or "FAIL NAME: why" per check and
+ * exits 1 on any failure.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int failed;
@@ -45,6 +53,119 @@ static void info(int sig, siginfo_t *si, void *uc)
 static void other(int sig)
 {
 	got = -sig;
+}
+
+/* the kernel's struct sigaction */
+struct raw_sigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	unsigned long mask;
+};
+static void (*chained)(int);
+static volatile int depth, a_calls, c_calls;
+
+static void count_a(int sig)
+{
+	(void)sig;
+	a_calls++;
+}
+
+static void count_c(int sig)
+{
+	(void)sig;
+	c_calls++;
+}
+
+/* a library's handler that calls the one it found installed */
+static void chaining(int sig)
+{
+	if (++depth > 100) {
+		static const char m[] = "FAIL chained handler: re-entered 100 times\n";
+
+		(void)!write(1, m, sizeof(m) - 1);
+		_exit(1);
+	}
+	if (chained != SIG_DFL && chained != SIG_IGN)
+		chained(sig);
+	depth--;
+}
+
+static pthread_barrier_t bar;
+
+static void *install(void *resethand)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = resethand ? count_a : count_c;
+	sa.sa_flags = resethand ? SA_RESETHAND : 0;
+	pthread_barrier_wait(&bar);
+	sigaction(SIGUSR1, &sa, NULL);
+	return NULL;
+}
+
+/* the child changes SIGUSR1's handler, in the parent's memory */
+static __attribute__((noinline)) pid_t vfork_changing_handler(void)
+{
+	pid_t pid = vfork();
+
+	if (pid == 0) {
+		signal(SIGUSR1, count_c);
+		_exit(0);
+	}
+	return pid;
+}
+
+static void chains_and_copies(void)
+{
+	struct raw_sigaction k;
+	struct sigaction sa, cur;
+	void (*saved)(int);
+	pid_t pid;
+	int mixed = 0;
+
+	signal(SIGUSR1, count_a);
+	syscall(SYS_rt_sigaction, SIGUSR1, NULL, &k, sizeof(k.mask));
+	chained = (void (*)(int))k.handler;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = chaining;
+	sigaction(SIGUSR1, &sa, NULL);
+	a_calls = 0;
+	raise(SIGUSR1);
+	CHECK("a raw-read handler, chained to", a_calls == 1, "ran %d times", a_calls);
+
+	signal(SIGUSR1, count_a);
+	saved = sigset(SIGUSR1, SIG_IGN);
+	signal(SIGUSR1, saved);
+	a_calls = 0;
+	raise(SIGUSR1);
+	CHECK("sigset() saved, signal() put back", a_calls == 1, "ran %d times", a_calls);
+
+	signal(SIGUSR1, count_a);
+	pid = vfork_changing_handler();
+	a_calls = c_calls = 0;
+	raise(SIGUSR1);
+	CHECK("a vfork child's signal() leaves the parent's handler", pid > 0 &&
+	      a_calls == 1 && c_calls == 0, "pid %d, parent's ran %d, child's %d",
+	      (int)pid, a_calls, c_calls);
+
+	for (int i = 0; i < 2000; i++) {
+		pthread_t t1, t2;
+
+		pthread_barrier_init(&bar, NULL, 2);
+		pthread_create(&t1, NULL, install, (void *)1);
+		pthread_create(&t2, NULL, install, NULL);
+		pthread_join(t1, NULL);
+		pthread_join(t2, NULL);
+		pthread_barrier_destroy(&bar);
+		sigaction(SIGUSR1, NULL, &cur);
+		if ((cur.sa_handler == count_a) != !!(cur.sa_flags & SA_RESETHAND))
+			mixed++;
+	}
+	CHECK("two threads' sigaction at once: one or the other", !mixed,
+	      "%d of 2000 rounds mixed", mixed);
+	signal(SIGUSR1, SIG_DFL);
 }
 
 int main(void)
@@ -121,5 +242,6 @@ int main(void)
 				bad++;
 		CHECK("real-time signals", !bad, "%d wrong", bad);
 	}
+	chains_and_copies();
 	return failed;
 }

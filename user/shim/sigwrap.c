@@ -11,22 +11,30 @@
  * scans none of the thread's frames and frees its live objects.
  *
  * So in a process that samples, a handler the program installs with
- * sigaction() or signal() is installed as trampoline() below, which calls
- * it at once where it is, or, when it finds itself on the private stack
- * of this thread's sample, calls it on the program's stack, just below
- * what switch.S saved there (the program's callee-saved registers: what
- * it holds live across the call is all in its stack's memory, above the
- * handler's stack pointer).  The handler gets the kernel's siginfo and
- * ucontext (which describe the interrupted sample); signal mask, flags and
- * SA_RESETHAND are the kernel's, applied to the trampoline as the program
- * asked.  No syscall per sample, none per signal: the cost is one
- * indirect call per signal.
+ * sigaction(), signal() or bsd_signal() is given to the kernel as one of
+ * sigstubs.S's entry points, one per distinct handler (the table below):
+ * the stub calls kpp_sig_trampoline(), which calls the handler at once
+ * where it is, or, when it finds itself on the private stack of this
+ * thread's sample, on the program's stack, just below what switch.S
+ * saved there (the program's callee-saved registers: what it holds live
+ * across the call is all in its stack's memory, above the handler's stack
+ * pointer).  The handler gets the kernel's siginfo and ucontext (which
+ * describe the interrupted sample); signal mask, flags and SA_RESETHAND
+ * are the kernel's, applied as the program asked.  No syscall per sample,
+ * none per signal: the cost is a jump and a call per signal.
  *
- * sigaction() and signal() report the program's handler, never the
- * trampoline.  Not covered: a handler installed before our constructor
- * ran, or by a raw rt_sigaction syscall, or by sysv_signal/sigset (each
- * runs where the kernel delivers it, as before), and more than
- * KPP_SIG_HANDLERS distinct handlers (the rest installed directly, counted
+ * A stub stands for its handler and nothing else, so the kernel's value
+ * means the same however it is read or passed around: sigaction() and
+ * signal() report the program's handler for it (always, from any
+ * process), and a stub handed back to them (read by a raw rt_sigaction
+ * or returned by sigset) goes in as it is.  The table is only ever
+ * appended to, and a vfork child that adds to it changes nothing its
+ * parent relies on.
+ *
+ * Not covered (the handler runs where the kernel delivers it, as
+ * before): a handler installed before our constructor ran, or by a raw
+ * rt_sigaction syscall, or by sysv_signal/sigset/__sigaction, and
+ * handlers past KPP_SIG_STUBS distinct ones (installed directly, counted
  * in kpp.sig_unwrapped).
  */
 #include <errno.h>
@@ -38,98 +46,100 @@
 #define SS_AUTODISARM	(1U << 31)	/* linux/signal.h, since 4.7 */
 #endif
 
-#define KPP_SIG_HANDLERS	256
+#define KPP_SIG_STUBS	256		/* as sigstubs.S */
+#define KPP_SIG_STUB_SIZE 16
+
+/* sigstubs.S */
+extern const char kpp_sig_stubs[] KPP_HIDDEN, kpp_sig_stubs_end[] KPP_HIDDEN;
+void kpp_sig_trampoline(int sig, siginfo_t *info, void *uc, unsigned int k) KPP_HIDDEN;
+/* switch.S */
+void kpp_call_on(uintptr_t top, void (*fn)(void *, int, void *, void *),
+		 void *h, int sig, void *info, void *uc) KPP_HIDDEN;
 
 /*
- * The program's handlers: immutable once published (a signal handler
- * reads them with no lock), shared by every signal that uses the same
- * one.  @fn NULL: being written.
+ * The program's handlers, stub k's in handlers[k]: immutable once
+ * published (a signal handler reads them with no lock), shared by every
+ * signal that uses the same one.  @fn NULL: being written.
  */
 static struct {
 	void *_Atomic fn;
 	bool siginfo;		/* SA_SIGINFO: fn(sig, info, uc) */
-} handlers[KPP_SIG_HANDLERS];
-static _Atomic int nr_handlers;
-/* the handler behind the trampoline for each signal: index + 1, 0: none */
-static _Atomic int installed[_NSIG];
-
-typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
-typedef sighandler_t (*signal_fn)(int, sighandler_t);
+} handlers[KPP_SIG_STUBS];
+static _Atomic unsigned int nr_handlers;
 
 static void *_Atomic sigwrap_next_fns[4] KPP_START_DATA;
 static const char *const next_names[4] = { "sigaction", "signal", "bsd_signal", "sigaltstack" };
 const struct kpp_next_table kpp_sigwrap_next = { sigwrap_next_fns, next_names, 4, NULL, NULL };
 
-static void trampoline(int sig, siginfo_t *info, void *uc);
+static void *stub(unsigned int k)
+{
+	return (void *)(kpp_sig_stubs + (size_t)k * KPP_SIG_STUB_SIZE);
+}
 
-/* kpp_call_on - switch.S */
-void kpp_call_on(uintptr_t top, void (*fn)(void *, int, void *, void *),
-		 void *h, int sig, void *info, void *uc) KPP_HIDDEN;
+/* Stub k + 1 if @h is one of ours, else 0. */
+static unsigned int stub_of(const void *h)
+{
+	uintptr_t a = (uintptr_t)h, lo = (uintptr_t)kpp_sig_stubs;
+
+	if (a < lo || a >= (uintptr_t)kpp_sig_stubs_end || (a - lo) % KPP_SIG_STUB_SIZE)
+		return 0;
+	return (unsigned int)((a - lo) / KPP_SIG_STUB_SIZE) + 1;
+}
 
 static void call_handler(void *h, int sig, void *info, void *uc)
 {
-	int i = (int)(uintptr_t)h;
-	void *fn = atomic_load_explicit(&handlers[i].fn, memory_order_acquire);
+	unsigned int k = (unsigned int)(uintptr_t)h;
+	void *fn = atomic_load_explicit(&handlers[k].fn, memory_order_acquire);
 
-	if (handlers[i].siginfo)
+	if (handlers[k].siginfo)
 		((void (*)(int, siginfo_t *, void *))fn)(sig, info, uc);
 	else
 		((void (*)(int))fn)(sig);
 }
 
-static void trampoline(int sig, siginfo_t *info, void *uc)
+void kpp_sig_trampoline(int sig, siginfo_t *info, void *uc, unsigned int k)
 {
 	struct kpp_thread *t = &kpp_thread;
-	int i = sig > 0 && sig < _NSIG ?
-		atomic_load_explicit(&installed[sig], memory_order_acquire) : 0;
 
-	if (unlikely(!i))
-		return;		/* not ours to run: cannot happen */
+	if (unlikely(k >= KPP_SIG_STUBS ||
+		     !atomic_load_explicit(&handlers[k].fn, memory_order_acquire)))
+		return;		/* cannot happen: a stub is given out once published */
 	if (unlikely(kpp_stackpool_in_body(t)))
-		kpp_call_on(t->switch_sp, call_handler, (void *)(uintptr_t)(i - 1),
-			    sig, info, uc);
+		kpp_call_on(t->switch_sp, call_handler, (void *)(uintptr_t)k, sig, info, uc);
 	else
-		call_handler((void *)(uintptr_t)(i - 1), sig, info, uc);
+		call_handler((void *)(uintptr_t)k, sig, info, uc);
 }
 
-/* The slot of @fn (index + 1), published if new; 0 if the table is full. */
-static int handler_slot(void *fn, bool siginfo)
+/* The stub for @fn, published if new; NULL if the table is full. */
+static void *stub_for(void *fn, bool siginfo)
 {
-	int n = atomic_load_explicit(&nr_handlers, memory_order_acquire);
-	int i;
+	unsigned int n = atomic_load_explicit(&nr_handlers, memory_order_acquire);
+	unsigned int i;
 
-	for (i = 0; i < n && i < KPP_SIG_HANDLERS; i++)
+	for (i = 0; i < n && i < KPP_SIG_STUBS; i++)
 		if (atomic_load_explicit(&handlers[i].fn, memory_order_acquire) == fn &&
 		    handlers[i].siginfo == siginfo)
-			return i + 1;
+			return stub(i);
 	i = atomic_fetch_add(&nr_handlers, 1);
-	if (i >= KPP_SIG_HANDLERS) {
+	if (i >= KPP_SIG_STUBS) {
 		atomic_fetch_sub(&nr_handlers, 1);
 		atomic_fetch_add_explicit(&kpp.sig_unwrapped, 1, memory_order_relaxed);
-		return 0;
+		return NULL;
 	}
 	handlers[i].siginfo = siginfo;
 	atomic_store_explicit(&handlers[i].fn, fn, memory_order_release);
-	return i + 1;
+	return stub(i);
 }
 
-static sigaction_fn real_sigaction(void)
+/* A stub's program handler (NULL if @h is no stub of ours). */
+static void *handler_of(const void *h, bool *siginfo)
 {
-	return (sigaction_fn)kpp_next_cached(&sigwrap_next_fns[0], next_names[0], NULL);
-}
+	unsigned int k = stub_of(h);
 
-/* What the program asked for, as the kernel now has it. */
-static void report(struct sigaction *old, int prev)
-{
-	if (!old || old->sa_sigaction != trampoline)
-		return;
-	if (!prev) {		/* cannot happen: the trampoline with no handler */
-		old->sa_handler = SIG_DFL;
-		return;
-	}
-	old->sa_sigaction = atomic_load_explicit(&handlers[prev - 1].fn, memory_order_acquire);
-	if (!handlers[prev - 1].siginfo)
-		old->sa_flags &= ~SA_SIGINFO;
+	if (!k)
+		return NULL;
+	*siginfo = handlers[k - 1].siginfo;
+	return atomic_load_explicit(&handlers[k - 1].fn, memory_order_acquire);
 }
 
 static bool wrapping(void)
@@ -137,73 +147,77 @@ static bool wrapping(void)
 	return atomic_load_explicit(&kpp.ready, memory_order_relaxed) == 1;
 }
 
+static bool is_function(sighandler_t h)
+{
+	return h != SIG_DFL && h != SIG_IGN && h != SIG_ERR;
+}
+
 KPP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	sigaction_fn next = real_sigaction();
-	struct sigaction tramp;
-	int slot, prev, rc;
+	int (*next)(int, const struct sigaction *, struct sigaction *) =
+		kpp_next_cached(&sigwrap_next_fns[0], next_names[0], NULL);
+	struct sigaction given;
+	const struct sigaction *use = act;
+	bool siginfo;
+	void *h;
+	int rc;
 
 	if (!next) {
 		errno = ENOSYS;
 		return -1;
 	}
-	if (sig <= 0 || sig >= _NSIG || !wrapping())
-		return next(sig, act, old);
-	if (!act || act->sa_handler == SIG_DFL || act->sa_handler == SIG_IGN ||
-	    !(slot = handler_slot((void *)act->sa_handler, act->sa_flags & SA_SIGINFO))) {
-		/* the kernel's own answer; the table is only read behind the trampoline */
-		prev = atomic_load_explicit(&installed[sig], memory_order_acquire);
-		rc = next(sig, act, old);
-		if (!rc)
-			report(old, prev);
-		return rc;
+	if (act && is_function(act->sa_handler)) {
+		if (stub_of((void *)act->sa_handler)) {
+			/* one of ours, handed back: it reads the siginfo */
+			given = *act;
+			given.sa_flags |= SA_SIGINFO;
+			use = &given;
+		} else if (wrapping() &&
+			   (h = stub_for((void *)act->sa_handler, act->sa_flags & SA_SIGINFO))) {
+			given = *act;
+			given.sa_sigaction = (void (*)(int, siginfo_t *, void *))h;
+			given.sa_flags |= SA_SIGINFO;
+			use = &given;
+		}
 	}
-	tramp = *act;
-	tramp.sa_sigaction = trampoline;
-	tramp.sa_flags |= SA_SIGINFO;
-	/*
-	 * Published first: a signal that finds the trampoline from now on
-	 * runs the new handler (at most a little before sigaction returns).
-	 */
-	prev = atomic_exchange(&installed[sig], slot);
-	rc = next(sig, &tramp, old);
-	if (rc) {
-		int expect = slot;
-
-		atomic_compare_exchange_strong(&installed[sig], &expect, prev);
-		return rc;
+	rc = next(sig, use, old);
+	if (!rc && old && (h = handler_of((void *)old->sa_handler, &siginfo))) {
+		old->sa_sigaction = (void (*)(int, siginfo_t *, void *))h;
+		if (!siginfo)
+			old->sa_flags &= ~SA_SIGINFO;
 	}
-	report(old, prev);
-	return 0;
+	return rc;
 }
 
 /*
- * signal() and bsd_signal(): glibc's, which pick the flags (SA_RESTART
- * unless siginterrupt() said otherwise) and the mask, then the same
- * handler again through sigaction() above, with the flags and mask the
- * kernel was given.
+ * signal() and bsd_signal(): glibc's, which picks the flags (SA_RESTART
+ * unless siginterrupt() said otherwise) and the mask; then the same
+ * handler again through sigaction() above, with what the kernel was
+ * given.
  */
 static sighandler_t wrap_signal(int i, int sig, sighandler_t h)
 {
-	signal_fn next = (signal_fn)kpp_next_cached(&sigwrap_next_fns[i], next_names[i], NULL);
+	sighandler_t (*next)(int, sighandler_t) =
+		kpp_next_cached(&sigwrap_next_fns[i], next_names[i], NULL);
+	int (*real)(int, const struct sigaction *, struct sigaction *) =
+		kpp_next_cached(&sigwrap_next_fns[0], next_names[0], NULL);
 	struct sigaction cur;
 	sighandler_t old;
-	int prev;
+	bool siginfo;
+	void *p;
 
 	if (!next) {
 		errno = ENOSYS;
 		return SIG_ERR;
 	}
-	if (sig <= 0 || sig >= _NSIG || !wrapping())
-		return next(sig, h);
-	prev = atomic_load_explicit(&installed[sig], memory_order_acquire);
 	old = next(sig, h);
 	if (old == SIG_ERR)
 		return old;
-	if (old == (sighandler_t)(void *)trampoline)
-		old = prev ? (sighandler_t)atomic_load(&handlers[prev - 1].fn) : SIG_DFL;
-	if (h != SIG_DFL && h != SIG_IGN && h != SIG_ERR && !real_sigaction()(sig, NULL, &cur) &&
-	    cur.sa_handler == h)
+	if ((p = handler_of((void *)old, &siginfo)))
+		old = (sighandler_t)p;
+	/* the kernel's own answer: is h there as glibc put it? */
+	if (is_function(h) && (wrapping() || stub_of((void *)h)) && real &&
+	    !real(sig, NULL, &cur) && cur.sa_handler == h)
 		sigaction(sig, &cur, NULL);
 	return old;
 }
