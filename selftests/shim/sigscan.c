@@ -45,11 +45,14 @@ struct worker {
 	char *lo, *hi;			/* the thread's stack */
 	char *volatile canary;		/* in the allocation loop's frame */
 	char *volatile sp;		/* the handler's, at the last stop */
+	sem_t resume;			/* its own: a token another stopped
+					 * thread took would leave this one
+					 * running while its stack is scanned */
 };
 
 static struct worker w[MAXT];
 static _Thread_local struct worker *self;
-static sem_t stopped, resume;
+static sem_t stopped;
 static volatile int done;
 static int regs;
 void sigscan_regs_loop(volatile int *done, unsigned long seed);
@@ -78,7 +81,7 @@ static void on_stop(int sig)
 	(void)sig;
 	self->sp = &here;
 	sem_post(&stopped);
-	while (sem_wait(&resume))
+	while (sem_wait(&self->resume))
 		;
 }
 
@@ -125,8 +128,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nt; i++)
 		w[i].seed = 0x1000000UL * (unsigned long)(i + 1) + (unsigned long)getpid();
 	sigemptyset(&sa.sa_mask);
-	if (sem_init(&stopped, 0, 0) || sem_init(&resume, 0, 0) ||
-	    sigaction(SIGUSR2, &sa, NULL)) {
+	for (int i = 0; i < nt; i++)
+		if (sem_init(&w[i].resume, 0, 0))
+			return 2;
+	if (sem_init(&stopped, 0, 0) || sigaction(SIGUSR2, &sa, NULL)) {
 		perror("setup");
 		return 2;
 	}
@@ -153,7 +158,7 @@ int main(int argc, char **argv)
 				missed++;
 			else if (regs && !scan_finds(w[i].sp, w[i].hi, w[i].seed))
 				regmissed++;
-			sem_post(&resume);
+			sem_post(&w[i].resume);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	} while (t.tv_sec - t0.tv_sec < secs);
