@@ -22,12 +22,11 @@
  * So a DWARF unwinder started on the private stack walks through this
  * frame back onto the program's stack.  The caller's stack pays 64 bytes.
  */
-	.text
-	.globl	kpp_switch_call
-	.hidden	kpp_switch_call
-	.type	kpp_switch_call, @function
-	.p2align 4
-kpp_switch_call:
+/*
+ * A frame record at rbp, and the CFI that keeps it findable (CFA = rbp +
+ * 16) while rsp is elsewhere: on a private stack, or on the program's.
+ */
+.macro FRAME_ENTER
 	.cfi_startproc
 	endbr64
 	pushq	%rbp
@@ -35,6 +34,23 @@ kpp_switch_call:
 	.cfi_offset %rbp, -16
 	movq	%rsp, %rbp
 	.cfi_def_cfa_register %rbp
+.endm
+
+.macro FRAME_LEAVE
+	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa %rsp, 8
+	ret
+	.cfi_endproc
+.endm
+
+	.text
+	.globl	kpp_switch_call
+	.hidden	kpp_switch_call
+	.type	kpp_switch_call, @function
+	.p2align 4
+kpp_switch_call:
+	FRAME_ENTER
 	pushq	%rbx
 	pushq	%r12
 	pushq	%r13
@@ -46,11 +62,7 @@ kpp_switch_call:
 	movq	%rbp, %rsi
 	movq	%rdx, %rsp
 	call	*%rax
-	movq	%rbp, %rsp
-	popq	%rbp
-	.cfi_def_cfa %rsp, 8
-	ret
-	.cfi_endproc
+	FRAME_LEAVE
 	.size	kpp_switch_call, .-kpp_switch_call
 
 /*
@@ -67,13 +79,7 @@ kpp_switch_call:
 	.type	kpp_call_on, @function
 	.p2align 4
 kpp_call_on:
-	.cfi_startproc
-	endbr64
-	pushq	%rbp
-	.cfi_def_cfa_offset 16
-	.cfi_offset %rbp, -16
-	movq	%rsp, %rbp
-	.cfi_def_cfa_register %rbp
+	FRAME_ENTER
 	movq	%rsi, %rax
 	movq	%rdi, %r10
 	movq	%rdx, %rdi
@@ -82,11 +88,7 @@ kpp_call_on:
 	movq	%r9, %rcx
 	movq	%r10, %rsp
 	call	*%rax
-	movq	%rbp, %rsp
-	popq	%rbp
-	.cfi_def_cfa %rsp, 8
-	ret
-	.cfi_endproc
+	FRAME_LEAVE
 	.size	kpp_call_on, .-kpp_call_on
 
 	.section .note.GNU-stack,"",@progbits
