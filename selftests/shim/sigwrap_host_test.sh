@@ -13,6 +13,10 @@
 # flags).  Plainly, in
 # pass-through (no test config: nothing is wrapped) and in test mode at
 # rate 1 (everything is), both builds.
+# A handler installed with signal() still gets &siginfo and &ucontext as
+# its second and third arguments, as the kernel passes them, whether the
+# signal lands in a sample or not (sigwrap_args.c; review rres R1: SIGSEGV
+# 3 of 3 before).
 # And a sample in a SA_ONSTACK handler on the thread's sigaltstack is
 # skipped: with its body on the private stack, the kernel put a nested
 # SA_ONSTACK signal's frame over the handler's (altstack_nest.c: SIGSEGV
@@ -35,6 +39,9 @@ check() {	# NAME: judge $tmp/rc and $tmp/out
 "$d/sigwrap_sem" >"$tmp/out" 2>"$tmp/err"
 echo $? >"$tmp/rc"
 check plainly
+out=$("$d/sigwrap_args" 2>&1); rc=$?
+[ $rc = 0 ] && grep -q 'sigwrap_args [1-9][0-9]* handlers, 0 saw' <<<"$out" &&
+	tap_ok "plainly: $out" || tap_fail "plainly: a signal() handler's siginfo and ucontext" "rc $rc: $out"
 for lib in "$@"; do
 	b=$(basename "$lib")
 	timeout -k 5 30 env LD_PRELOAD="$lib" "$d/sigwrap_sem" >"$tmp/out" 2>"$tmp/err"
@@ -43,6 +50,14 @@ for lib in "$@"; do
 	shim_test_config 1 0 0 >"$tmp/cfg" || { tap_fail "config file"; continue; }
 	shim_run 30 "$lib" KPPROF_EXCLUDE_FILE="$tmp/none" "$d/sigwrap_sem"
 	check "$b, rate 1"
+	shim_run 60 "$lib" KPPROF_EXCLUDE_FILE="$tmp/none" "$d/sigwrap_args"
+	if [ "$(cat "$tmp/rc")" = 0 ] &&
+	   grep -q 'sigwrap_args [1-9][0-9]* handlers, 0 saw' "$tmp/out"; then
+		tap_ok "$b, rate 1: a signal() handler's siginfo and ucontext: $(cat "$tmp/out")"
+	else
+		tap_fail "$b, rate 1: a signal() handler's siginfo and ucontext" \
+			"rc $(cat "$tmp/rc") (139: SIGSEGV): $(cat "$tmp/out") $(head -c 200 "$tmp/err")"
+	fi
 	# up to 3 runs, until one nests a second handler inside a first
 	for try in 1 2 3; do
 		shim_run 30 "$lib" KPPROF_EXCLUDE_FILE="$tmp/none" "$d/altstack_nest" 2

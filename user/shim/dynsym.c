@@ -51,13 +51,16 @@ static uintptr_t dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) v)
 /*
  * A definition a reference from another object can bind to: in a section
  * (not SHN_UNDEF: a canonical PLT entry is undefined with a non-zero
- * value, and binds nothing), global, weak or unique, not hidden.
+ * value, and binds nothing), with a value unless absolute (the loader
+ * passes over a zero one), global, weak or unique, not hidden.
  */
 static bool is_definition(const ElfW(Sym) *s, const char *strtab, const char *name)
 {
 	unsigned char bind = ELF64_ST_BIND(s->st_info);
 
 	if (s->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(s->st_info) == STT_TLS)
+		return false;
+	if (s->st_value == 0 && s->st_shndx != SHN_ABS)
 		return false;
 	if (bind != STB_GLOBAL && bind != STB_WEAK && bind != STB_GNU_UNIQUE)
 		return false;
@@ -201,7 +204,8 @@ int kpp_dynsym_find(const struct kpp_dynsym *d, const char *name, uint32_t hash,
 		return -1;	/* its resolver picks the function: dlsym runs it */
 	if (ELF64_ST_BIND(k.best->st_info) == STB_WEAK && !d->weak_binds)
 		return -1;	/* LD_DYNAMIC_WEAK would bind a global one after it */
-	*addr = (void *)(d->base + k.best->st_value);
+	/* an absolute symbol's value is its address, as the loader takes it */
+	*addr = (void *)((k.best->st_shndx == SHN_ABS ? 0 : d->base) + k.best->st_value);
 	return 1;
 }
 

@@ -641,7 +641,13 @@ void kpp_next_resolve(const struct kpp_next_table *const *tables, int nr)
 		if (tables[j]->key)
 			w.key_hash[j] = kpp_dynsym_hash(tables[j]->key);
 	}
-	if (audit && *audit)	/* see next_walk_one() */
+	/*
+	 * Secure mode removes LD_AUDIT from the environment, but the loader
+	 * still loads an auditor from the system directories with the setuid
+	 * bit, whose la_symbind may change what dlsym answers: a setuid
+	 * program asks dlsym for everything.
+	 */
+	if ((audit && *audit) || getauxval(AT_SECURE))	/* see next_walk_one() */
 		ask_all(&w);
 	else
 		dl_iterate_phdr(next_walk_one, &w);

@@ -63,7 +63,7 @@ void kpp_call_on(uintptr_t top, void (*fn)(void *, int, void *, void *),
  */
 static struct {
 	void *_Atomic fn;
-	bool siginfo;		/* SA_SIGINFO: fn(sig, info, uc) */
+	bool siginfo;		/* installed with SA_SIGINFO (what sigaction reports) */
 } handlers[KPP_SIG_STUBS];
 static _Atomic unsigned int nr_handlers;
 
@@ -86,15 +86,20 @@ static unsigned int stub_of(const void *h)
 	return (unsigned int)((a - lo) / KPP_SIG_STUB_SIZE) + 1;
 }
 
+/*
+ * Always with the three arguments: on x86-64 the kernel passes &siginfo
+ * and &ucontext to every handler, SA_SIGINFO or not, and a handler
+ * installed with signal() may read them (a SIGSEGV handler that skips
+ * the faulting instruction, a SIGPROF sampler reading the pc); a
+ * one-argument function ignores the other two (review rres R1: fn(sig)
+ * left them what the shim's code had in rsi and rdx, SIGSEGV).
+ */
 static void call_handler(void *h, int sig, void *info, void *uc)
 {
 	unsigned int k = (unsigned int)(uintptr_t)h;
 	void *fn = atomic_load_explicit(&handlers[k].fn, memory_order_acquire);
 
-	if (handlers[k].siginfo)
-		((void (*)(int, siginfo_t *, void *))fn)(sig, info, uc);
-	else
-		((void (*)(int))fn)(sig);
+	((void (*)(int, siginfo_t *, void *))fn)(sig, info, uc);
 }
 
 void kpp_sig_trampoline(int sig, siginfo_t *info, void *uc, unsigned int k)
