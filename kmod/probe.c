@@ -24,7 +24,7 @@
  * SECCOMP_FILTER_FLAG_TSYNC "no filter" (and the shim make a syscall
  * that filter forbids).  Only this vma's own PTEs are ever touched.
  * Nothing counted: a fault, a zap, a walk of the thread group and a PTE,
- * under a per-mm (hashed) mutex so that concurrent faults leave one page
+ * under the vma's own mutex so that concurrent faults leave one page
  * mapped, not two.
  *
  * Inherited across fork, at the same address, so a fork, _Fork or clone
@@ -38,8 +38,8 @@
  */
 #include <linux/mm.h>
 #include <linux/gfp.h>
-#include <linux/hash.h>
 #include <linux/mutex.h>
+#include <linux/slab.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/signal.h>
 #include "kpp.h"
@@ -52,15 +52,43 @@
 static struct page *probe_page;
 
 /*
- * A fault's zap and insert, one at a time per mm: two threads faulting
+ * A fault's zap and insert, one at a time per vma: two threads faulting
  * the two pages at once would otherwise interleave (A zaps 1, B zaps 0,
  * A maps 0, B maps 1) into both pages mapped, after which no read ever
- * faults again and every answer is frozen.  Hashed by mm: faults are
- * rare (the shim asks before its own syscalls), and one process cannot
- * hold up the others' faults.
+ * faults again and every answer is frozen.  zap_vma_ptes() touches this
+ * vma only, so a lock per vma is enough, and it is the vma's own: a
+ * lock shared with other mms (it was one of 64, hashed by mm) let a
+ * process of one user with many threads, faulting in a loop, hold up
+ * another user's probe fault for its whole queue of walks (seconds,
+ * unkillable: selftests/kmod/repro/probe_dos.c).  Each copy of the vma
+ * (fork, split, mremap) gets a lock of its own in ->open().
  */
-#define KPP_PROBE_LOCK_BITS	6
-static struct mutex probe_locks[1 << KPP_PROBE_LOCK_BITS];
+struct kpp_probe_vma {
+	struct mutex lock;
+};
+
+static struct kpp_probe_vma *kpp_probe_vma_new(gfp_t gfp)
+{
+	struct kpp_probe_vma *pv = kmalloc(sizeof(*pv), gfp);
+
+	if (pv)
+		mutex_init(&pv->lock);
+	return pv;
+}
+
+/* a copy of the vma (fork, split, mremap): ->open cannot fail */
+static void kpp_probe_open(struct vm_area_struct *vma)
+{
+	vma->vm_private_data = kpp_probe_vma_new(GFP_KERNEL_ACCOUNT | __GFP_NOFAIL);
+}
+
+static void kpp_probe_close(struct vm_area_struct *vma)
+{
+	struct kpp_probe_vma *pv = vma->vm_private_data;
+
+	mutex_destroy(&pv->lock);
+	kfree(pv);
+}
 
 /*
  * Has any thread of current's thread group a seccomp filter?  Walked
@@ -83,9 +111,8 @@ static struct mutex probe_locks[1 << KPP_PROBE_LOCK_BITS];
  * called pthread_exit(), listed until the whole group exits) only stops
  * the shim's profiling of this process: the safe side.
  * Cost: the group's threads, one load each, stopping at the first filter,
- * under the fault's hashed mutex (other mms hashed to it wait that long,
- * at their own probe faults only); the shim asks a few times in a
- * process's life.  The group, not the mm:
+ * under the vma's mutex (only this process's own probe faults wait); the
+ * shim asks a few times in a process's life.  The group, not the mm:
  * a task sharing the mm outside the group (a vfork child, clone(CLONE_VM)
  * without CLONE_THREAD) is not walked (that would walk every process).
  */
@@ -110,7 +137,7 @@ static bool kpp_probe_group_filtered(void)
 static vm_fault_t kpp_probe_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
-	struct mutex *lock = &probe_locks[hash_ptr(vma->vm_mm, KPP_PROBE_LOCK_BITS)];
+	struct kpp_probe_vma *pv = vma->vm_private_data;
 	struct page *answer;
 	vm_fault_t ret;
 
@@ -127,15 +154,25 @@ static vm_fault_t kpp_probe_fault(struct vm_fault *vmf)
 	 * VM_IO | VM_PFNMAP, so no remote access (ptrace, /proc/pid/mem,
 	 * process_vm_readv()) faults here in another task's name.
 	 */
-	mutex_lock(lock);
+	/*
+	 * Killable: a thread killed while its own process's other threads
+	 * queue here goes.  SIGBUS, not NOPAGE: a kernel access (a syscall's
+	 * copy from these pages) would retry the fault for ever, each retry
+	 * failing again on the pending SIGKILL; SIGBUS makes it -EFAULT, and
+	 * a user access dies of the SIGKILL first.
+	 */
+	if (mutex_lock_killable(&pv->lock))
+		return VM_FAULT_SIGBUS;
 	zap_vma_ptes(vma, vma->vm_start, vma->vm_end - vma->vm_start);
 	answer = kpp_probe_group_filtered() ? probe_page : ZERO_PAGE(0);
 	ret = vmf_insert_pfn(vma, vmf->address & PAGE_MASK, page_to_pfn(answer));
-	mutex_unlock(lock);
+	mutex_unlock(&pv->lock);
 	return ret;
 }
 
 static const struct vm_operations_struct kpp_probe_ops = {
+	.open = kpp_probe_open,
+	.close = kpp_probe_close,
 	.fault = kpp_probe_fault,
 };
 
@@ -155,6 +192,9 @@ int kpp_probe_mmap(struct vm_area_struct *vma)
 		return -EINVAL;
 	if (vma_pages(vma) != KPP_PROBE_PAGES)
 		return -EINVAL;
+	vma->vm_private_data = kpp_probe_vma_new(GFP_KERNEL_ACCOUNT);
+	if (!vma->vm_private_data)
+		return -ENOMEM;
 	/*
 	 * Inherited (no VM_DONTCOPY), without its PTEs (VM_WIPEONFORK);
 	 * never grown, never dumped, never made writable or executable
@@ -174,8 +214,6 @@ u64 kpp_probe_map_len(void)
 
 int kpp_probe_init(void)
 {
-	for (int i = 0; i < ARRAY_SIZE(probe_locks); i++)
-		mutex_init(&probe_locks[i]);
 	probe_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	if (!probe_page)
 		return -ENOMEM;
