@@ -8,7 +8,8 @@
  * makes now and then (its ring's set-up, a fork child's, a COMM record
  * without a ring, the getpid at exit).  Before each of them the shim
  * reads a probe page: a fault, which no filter can forbid, answered here
- * for the faulting thread's thread group.
+ * for the faulting thread's thread group (KPPROF_FEAT_SECCOMP_PROBE_GROUP:
+ * a module with KPPROF_FEAT_SECCOMP_PROBE alone answered for the thread).
  *
  * Two pages, read-only, with no PTE at mmap time.  A read of a page that
  * is not mapped in faults here: the fault takes the other page out of
@@ -64,7 +65,7 @@ static struct page *probe_page;
  * (fork, split, mremap) gets a lock of its own in ->open().
  */
 struct kpp_probe_vma {
-	struct mutex lock;
+	struct mutex lock;	/* a fault's zap, answer and insert */
 };
 
 static struct kpp_probe_vma *kpp_probe_vma_new(gfp_t gfp)
