@@ -341,6 +341,8 @@ struct kpprof_config_page {
 #define KPPROF_FEAT_PRING	_BITULL(4)
 #define KPPROF_FEAT_DOORBELL	_BITULL(5)
 #define KPPROF_FEAT_SECCOMP_PROBE	_BITULL(6)
+/* the seccomp probe answers for the faulting thread's group, not the thread */
+#define KPPROF_FEAT_SECCOMP_PROBE_GROUP	_BITULL(7)
 
 /**
  * struct kpprof_info - what the module is (output only)
@@ -590,7 +592,10 @@ struct kpprof_format_arg {
 #define KPPROF_PGOFF_DOORBELL	0x200000
 /*
  * The seccomp probe (KPPROF_FEAT_SECCOMP_PROBE): has any thread of the
- * calling process (its thread group) a seccomp filter?  Asked without a
+ * calling process (its thread group) a seccomp filter?  That is the
+ * question with KPPROF_FEAT_SECCOMP_PROBE_GROUP; a module with
+ * KPPROF_FEAT_SECCOMP_PROBE alone answers "has the faulting thread a
+ * filter?" instead (see the end of this comment).  Asked without a
  * syscall, so a filter installed behind the shim's back (a raw `syscall`
  * instruction) cannot forbid the question.  kpprof_info.probe_map_len
  * bytes (two pages) at kpprof_info.probe_pgoff, MAP_SHARED and PROT_READ
@@ -618,6 +623,11 @@ struct kpprof_format_arg {
  * that shares the memory but not the thread group (a vfork() child,
  * clone(CLONE_VM) without CLONE_THREAD) faults the same pages with
  * answers for its own group, which a read of the other's repeats.
+ * Without KPPROF_FEAT_SECCOMP_PROBE_GROUP, the same pages and the same
+ * alternation, but a fault answers for the faulting thread alone: a read
+ * of the page another thread's fault mapped gets that thread's answer,
+ * so a thread whose filter went in without SECCOMP_FILTER_FLAG_TSYNC may
+ * read 0.
  */
 #define KPPROF_PGOFF_SECCOMP_PROBE	0x300000
 

@@ -64,6 +64,8 @@ FIXTURE_SETUP(probe)
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, dev__info(self->fd, &info));
 	ASSERT_TRUE(info.features & KPPROF_FEAT_SECCOMP_PROBE);
+	/* the group answer the tests below expect */
+	ASSERT_TRUE(info.features & KPPROF_FEAT_SECCOMP_PROBE_GROUP);
 	self->page = sysconf(_SC_PAGESIZE);
 	self->off = (off_t)(info.probe_pgoff * info.page_size);
 	self->len = info.probe_map_len;
