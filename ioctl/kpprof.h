@@ -341,6 +341,8 @@ struct kpprof_config_page {
 #define KPPROF_FEAT_PRING	_BITULL(4)
 #define KPPROF_FEAT_DOORBELL	_BITULL(5)
 #define KPPROF_FEAT_SECCOMP_PROBE	_BITULL(6)
+/* the seccomp probe answers for the faulting thread's group, not the thread */
+#define KPPROF_FEAT_SECCOMP_PROBE_GROUP	_BITULL(7)
 
 /**
  * struct kpprof_info - what the module is (output only)
@@ -589,27 +591,43 @@ struct kpprof_format_arg {
  */
 #define KPPROF_PGOFF_DOORBELL	0x200000
 /*
- * The seccomp probe (KPPROF_FEAT_SECCOMP_PROBE): does the calling thread
- * have a seccomp filter?  Asked without a syscall, so a filter installed
- * behind the shim's back (a raw `syscall` instruction) cannot forbid the
- * question.  kpprof_info.probe_map_len bytes (two pages) at
- * kpprof_info.probe_pgoff, MAP_SHARED and PROT_READ only (PROT_WRITE,
- * PROT_EXEC: EPERM; MAP_PRIVATE or another length: EINVAL; a later
- * mprotect() to write or execute: EACCES; mremap() cannot grow it), by
- * any file of the device (it tells a thread what /proc/self/status tells
- * it).  Inherited across fork() at the same address, with neither page
- * mapped in the child (VM_WIPEONFORK: MADV_KEEPONFORK on it, or
- * MADV_DONTFORK, only spoils the caller's own children's answers).
+ * The seccomp probe (KPPROF_FEAT_SECCOMP_PROBE): has any thread of the
+ * calling process (its thread group) a seccomp filter?  That is the
+ * question with KPPROF_FEAT_SECCOMP_PROBE_GROUP; a module with
+ * KPPROF_FEAT_SECCOMP_PROBE alone answers "has the faulting thread a
+ * filter?" instead (see the end of this comment).  Asked without a
+ * syscall, so a filter installed behind the shim's back (a raw `syscall`
+ * instruction) cannot forbid the question.  kpprof_info.probe_map_len
+ * bytes (two pages) at kpprof_info.probe_pgoff, MAP_SHARED and PROT_READ
+ * only (PROT_WRITE, PROT_EXEC: EPERM; MAP_PRIVATE or another length:
+ * EINVAL; a later mprotect() to write or execute: EACCES; mremap() cannot
+ * grow it), by any file of the device (it tells a thread what
+ * /proc/self/task/{tid}/status tells it).  Inherited across fork() at
+ * the same address, with neither page mapped in the child (VM_WIPEONFORK:
+ * MADV_KEEPONFORK on it, or MADV_DONTFORK, only spoils the caller's own
+ * children's answers).
  * Reading a page that is not mapped in faults; the kernel maps that page
  * in and takes the other one out, and the page reads, at offset 0, a
- * __u32 that is 0 if the faulting thread has no seccomp filter (mode
- * SECCOMP_MODE_DISABLED) and non-zero if it has one (strict or filter
- * mode).  So a thread that reads page 0, then page 1, then page 0 ...
- * gets a fresh answer for itself at each read; a read of the page the
- * last fault mapped repeats that fault's answer, whichever thread asked.
- * A filter is never removed: a non-zero answer holds for good.  The
- * answer is the thread's own: another thread's filter installed without
- * SECCOMP_FILTER_FLAG_TSYNC does not show.
+ * __u32 that is 0 if no thread of the faulting thread's group has a
+ * seccomp filter (every one SECCOMP_MODE_DISABLED) and non-zero if one
+ * has (strict or filter mode), at an instant of the fault.  So a thread
+ * that reads page 0, then page 1, then page 0 ... gets a fresh answer at
+ * each read; a read of the page the last fault mapped repeats that
+ * fault's answer, whichever thread faulted.  The answer is the group's
+ * because the pages are the process's: a filter one thread installs
+ * without SECCOMP_FILTER_FLAG_TSYNC binds that thread (and the threads
+ * it creates afterwards) only, and makes every thread's later answers
+ * non-zero.  A filter is never removed: while a filtered thread lives,
+ * every answer is non-zero (a group leader that exited is there until
+ * the whole group has); after its exit the answer may be 0 again.  A task
+ * that shares the memory but not the thread group (a vfork() child,
+ * clone(CLONE_VM) without CLONE_THREAD) faults the same pages with
+ * answers for its own group, which a read of the other's repeats.
+ * Without KPPROF_FEAT_SECCOMP_PROBE_GROUP, the same pages and the same
+ * alternation, but a fault answers for the faulting thread alone: a read
+ * of the page another thread's fault mapped gets that thread's answer,
+ * so a thread whose filter went in without SECCOMP_FILTER_FLAG_TSYNC may
+ * read 0.
  */
 #define KPPROF_PGOFF_SECCOMP_PROBE	0x300000
 

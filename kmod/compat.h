@@ -43,8 +43,14 @@ static inline void kpp_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t fla
 /*
  * The seccomp mode of @t (SECCOMP_MODE_DISABLED, 0: no filter).  Not a
  * version difference but a configuration one: a kernel built without
- * CONFIG_SECCOMP has an empty struct seccomp, and no filter.  Another
- * thread's TSYNC may set it at any time: one load.
+ * CONFIG_SECCOMP has an empty struct seccomp, and no filter.  Set under
+ * @t's sighand lock, which the reader does not take (@t itself, another
+ * thread's TSYNC, at any time): one load.
+ *
+ * The probe reads it for each thread of a group with for_each_thread()
+ * under RCU, the same on 6.1 and 6.12 (the group's thread_head list);
+ * next_thread() and while_each_thread() are not (6.1 follows the
+ * thread_group list, 6.12 thread_head), so the module does not use them.
  */
 static inline int kpp_seccomp_mode(struct task_struct *t)
 {

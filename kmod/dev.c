@@ -230,7 +230,8 @@ static long kpp_ioctl_get_info(void __user *uarg, size_t usize)
 		.features = KPPROF_FEAT_CONFIG_PAGE | KPPROF_FEAT_RING_MMAP |
 			    KPPROF_FEAT_FORMAT_TEXT | KPPROF_FEAT_SUBMIT_IOCTL |
 			    KPPROF_FEAT_PRING | KPPROF_FEAT_DOORBELL |
-			    KPPROF_FEAT_SECCOMP_PROBE,
+			    KPPROF_FEAT_SECCOMP_PROBE |
+			    KPPROF_FEAT_SECCOMP_PROBE_GROUP,
 		.ring_size = kpp_dev.ring.size,
 		.max_record_size = KPP_RECORD_SIZE_MAX,
 		.producer_gid = READ_ONCE(kpp_dev.producer_gid),

@@ -73,6 +73,8 @@ TEST_F(dev, info_fields)
 	EXPECT_EQ(2 * (__u64)page, info.doorbell_map_len);
 	/* the seccomp probe, in ABI 3's last reserved words */
 	EXPECT_TRUE(info.features & KPPROF_FEAT_SECCOMP_PROBE);
+	/* answered for the thread group (a bit of its own: the meaning changed) */
+	EXPECT_TRUE(info.features & KPPROF_FEAT_SECCOMP_PROBE_GROUP);
 	EXPECT_EQ(KPPROF_PGOFF_SECCOMP_PROBE, info.probe_pgoff);
 	EXPECT_EQ(2 * (__u64)page, info.probe_map_len);
 	/* the struct kept its size */

@@ -33,8 +33,9 @@
  *    Before each, kpp_filtered() asks the module's seccomp probe
  *    (KPPROF_PGOFF_SECCOMP_PROBE), mapped at start-up right after the
  *    config page: a read of one of two pages, a page fault answered for
- *    the faulting thread (non-zero if it has a filter), so no filter can
- *    forbid the question.  The
+ *    the process's threads (non-zero if any has a filter, TSYNC or not;
+ *    a module without KPPROF_FEAT_SECCOMP_PROBE_GROUP answers for the
+ *    faulting thread alone), so no filter can forbid the question.  The
  *    pages are read alternately (probe_reads, inherited by children, as
  *    the mapping is), the second too when the first says no filter, so
  *    the answer is never older than the question.  Filtered:
@@ -171,7 +172,7 @@ static void note_unseen(void)
 		atomic_fetch_add_explicit(&kpp.writes_ok, 1, memory_order_relaxed);
 }
 
-/* One question to the probe at @p: non-zero if the answering thread has a filter. */
+/* One question to the probe at @p: non-zero if a thread of the process has a filter. */
 static bool probe_read(const volatile unsigned char *p)
 {
 	unsigned int n;
@@ -184,9 +185,13 @@ static bool probe_read(const volatile unsigned char *p)
 	 * gets what a fault after the first read answered: never older than
 	 * the question (though, in a vfork child or a clone(CLONE_VM) task,
 	 * perhaps another thread group's: the module answers for the
-	 * faulting thread).  One fault per unfiltered question as a rule:
-	 * its first read hits the page the last question's second read
-	 * mapped (a few questions in a process's life).
+	 * faulting thread's group; and from a module without
+	 * KPPROF_FEAT_SECCOMP_PROBE_GROUP, perhaps another thread's: it
+	 * answers for the faulting thread alone).  Read alike from both
+	 * modules, both reads with both: a group answer is no fresher than
+	 * the fault that took it.  One fault per unfiltered question as a
+	 * rule: its first read hits the page the last question's second
+	 * read mapped (a few questions in a process's life).
 	 */
 	n = atomic_fetch_add_explicit(&probe_reads, 1, memory_order_relaxed);
 	return *(const volatile uint32_t *)(p + (n & 1) * probe_page) ||
@@ -194,7 +199,7 @@ static bool probe_read(const volatile unsigned char *p)
 }
 
 /*
- * probe_ask - 1: a thread has a filter (the shim stops, with a NOTE
+ * probe_ask - 1: a thread of this process has a filter (the shim stops, with a NOTE
  * if @note); 0: it has none now; -1: no probe to ask (no module, an older
  * one, test mode) or start-up is not over.
  */

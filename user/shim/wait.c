@@ -15,11 +15,14 @@
  *  - every WAIT_BATCH steps the clock is read, kpp_now_ns(), the vDSO's,
  *    and the wait ends once @max_ns have passed (plus the first batch,
  *    which reads no clock: a short wait, the usual one, reads none);
- *  - there too, and only if the module's seccomp probe answered that
- *    this thread has no filter (kpp_unfiltered(): two page
- *    faults, never a syscall; asked at the first look and every
- *    WAIT_ASK-th after, not at each: a fault takes the module's per-mm
- *    mutex, which other processes' probes may hash to), the step is a
+ *  - there too, and only if the module's seccomp probe answered that no
+ *    thread of the process has a filter (kpp_unfiltered(): two page
+ *    faults, never a syscall; from a module without
+ *    KPPROF_FEAT_SECCOMP_PROBE_GROUP, that the faulting thread has none;
+ *    asked at the first look and every WAIT_ASK-th after, not at each: a
+ *    fault walks the process's threads under the probe mapping's mutex,
+ *    and an older module's mutex was one of 64 that other processes'
+ *    probes may hash to), the step is a
  *    yield instead, as before: then a waiter gives
  *    its CPU to the thread it waits for.  Without the probe (an older
  *    module, test mode) the shim cannot know, and never yields.
