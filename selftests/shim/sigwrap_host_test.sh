@@ -36,12 +36,21 @@ check() {	# NAME: judge $tmp/rc and $tmp/out
 		tap_fail "$1" "rc $(cat "$tmp/rc"): $fails $(head -c 200 "$tmp/err")"
 	fi
 }
+# judge NAME PATTERN: ok if the run exited 0 and its output matches PATTERN
+judge() {
+	if [ "$(cat "$tmp/rc")" = 0 ] && grep -q "$2" "$tmp/out"; then
+		tap_ok "$1: $(cat "$tmp/out")"
+	else
+		tap_fail "$1" "rc $(cat "$tmp/rc") (139: SIGSEGV): $(cat "$tmp/out") $(head -c 200 "$tmp/err")"
+	fi
+}
+args_ok='sigwrap_args [1-9][0-9]* handlers, 0 saw'
 "$d/sigwrap_sem" >"$tmp/out" 2>"$tmp/err"
 echo $? >"$tmp/rc"
 check plainly
-out=$("$d/sigwrap_args" 2>&1); rc=$?
-[ $rc = 0 ] && grep -q 'sigwrap_args [1-9][0-9]* handlers, 0 saw' <<<"$out" &&
-	tap_ok "plainly: $out" || tap_fail "plainly: a signal() handler's siginfo and ucontext" "rc $rc: $out"
+"$d/sigwrap_args" >"$tmp/out" 2>"$tmp/err"
+echo $? >"$tmp/rc"
+judge "plainly: a signal() handler's siginfo and ucontext" "$args_ok"
 for lib in "$@"; do
 	b=$(basename "$lib")
 	timeout -k 5 30 env LD_PRELOAD="$lib" "$d/sigwrap_sem" >"$tmp/out" 2>"$tmp/err"
@@ -51,24 +60,13 @@ for lib in "$@"; do
 	shim_run 30 "$lib" KPPROF_EXCLUDE_FILE="$tmp/none" "$d/sigwrap_sem"
 	check "$b, rate 1"
 	shim_run 60 "$lib" KPPROF_EXCLUDE_FILE="$tmp/none" "$d/sigwrap_args"
-	if [ "$(cat "$tmp/rc")" = 0 ] &&
-	   grep -q 'sigwrap_args [1-9][0-9]* handlers, 0 saw' "$tmp/out"; then
-		tap_ok "$b, rate 1: a signal() handler's siginfo and ucontext: $(cat "$tmp/out")"
-	else
-		tap_fail "$b, rate 1: a signal() handler's siginfo and ucontext" \
-			"rc $(cat "$tmp/rc") (139: SIGSEGV): $(cat "$tmp/out") $(head -c 200 "$tmp/err")"
-	fi
+	judge "$b, rate 1: a signal() handler's siginfo and ucontext" "$args_ok"
 	# up to 3 runs, until one nests a second handler inside a first
-	for try in 1 2 3; do
+	for _ in 1 2 3; do
 		shim_run 30 "$lib" KPPROF_EXCLUDE_FILE="$tmp/none" "$d/altstack_nest" 2
 		grep -q '([1-9][0-9]* inside a first)' "$tmp/out" && break
 	done
-	if [ "$(cat "$tmp/rc")" = 0 ] &&
-	   grep -q '([1-9][0-9]* inside a first), 0 canaries smashed' "$tmp/out"; then
-		tap_ok "$b, rate 1: nested SA_ONSTACK handlers on a sigaltstack: $(cat "$tmp/out")"
-	else
-		tap_fail "$b, rate 1: nested SA_ONSTACK handlers on a sigaltstack" \
-			"rc $(cat "$tmp/rc"): $(cat "$tmp/out") $(head -c 200 "$tmp/err")"
-	fi
+	judge "$b, rate 1: nested SA_ONSTACK handlers on a sigaltstack" \
+		'([1-9][0-9]* inside a first), 0 canaries smashed'
 done
 tap_done
