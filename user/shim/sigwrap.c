@@ -157,14 +157,20 @@ static bool is_function(sighandler_t h)
 	return h != SIG_DFL && h != SIG_IGN && h != SIG_ERR;
 }
 
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+
+static sigaction_fn real_sigaction(void)
+{
+	return (sigaction_fn)kpp_next_cached(&sigwrap_next_fns[0], next_names[0], NULL);
+}
+
 KPP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	int (*next)(int, const struct sigaction *, struct sigaction *) =
-		kpp_next_cached(&sigwrap_next_fns[0], next_names[0], NULL);
+	sigaction_fn next = real_sigaction();
 	struct sigaction given;
 	const struct sigaction *use = act;
 	bool siginfo;
-	void *h;
+	void *h = NULL;
 	int rc;
 
 	if (!next) {
@@ -172,18 +178,16 @@ KPP_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 		return -1;
 	}
 	if (act && is_function(act->sa_handler)) {
-		if (stub_of((void *)act->sa_handler)) {
-			/* one of ours, handed back: it reads the siginfo */
-			given = *act;
-			given.sa_flags |= SA_SIGINFO;
-			use = &given;
-		} else if (wrapping() &&
-			   (h = stub_for((void *)act->sa_handler, act->sa_flags & SA_SIGINFO))) {
-			given = *act;
-			given.sa_sigaction = (void (*)(int, siginfo_t *, void *))h;
-			given.sa_flags |= SA_SIGINFO;
-			use = &given;
-		}
+		h = (void *)act->sa_handler;
+		/* one of ours handed back goes in as it is; a new one gets its stub */
+		if (!stub_of(h))
+			h = wrapping() ? stub_for(h, act->sa_flags & SA_SIGINFO) : NULL;
+	}
+	if (h) {		/* a stub reads the siginfo */
+		given = *act;
+		given.sa_sigaction = (void (*)(int, siginfo_t *, void *))h;
+		given.sa_flags |= SA_SIGINFO;
+		use = &given;
 	}
 	rc = next(sig, use, old);
 	if (!rc && old && (h = handler_of((void *)old->sa_handler, &siginfo))) {
@@ -204,8 +208,7 @@ static sighandler_t wrap_signal(int i, int sig, sighandler_t h)
 {
 	sighandler_t (*next)(int, sighandler_t) =
 		kpp_next_cached(&sigwrap_next_fns[i], next_names[i], NULL);
-	int (*real)(int, const struct sigaction *, struct sigaction *) =
-		kpp_next_cached(&sigwrap_next_fns[0], next_names[0], NULL);
+	sigaction_fn real = real_sigaction();
 	struct sigaction cur;
 	sighandler_t old;
 	bool siginfo;
