@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <time.h>
@@ -20,6 +21,7 @@
 #include <kselftest_harness.h>
 #include <unistd.h>
 
+#include "objopen.h"
 #include "profile_write.h"
 #include "test_rec.h"
 
@@ -1035,6 +1037,43 @@ TEST_F(sym, gone_process_opened_as_its_uid)
 		EXPECT_EQ(0, kpp_symbolizer__lookup_pid(self->s, gone, &m, pc, &out));
 		EXPECT_STREQ("kpp_demo::Shop::checkout", out.name);
 	}
+}
+
+/*
+ * A process reaped while the symbolizer asks whether it is gone: its
+ * /proc/PID/stat, opened before the reap, reads ESRCH after it.  That is
+ * gone (its mapping is then opened by path, with the record's build-id);
+ * taken for alive, the process's objects stayed nameless (startup_vm_test
+ * "chain", 1 run in 20 after safety_vm_test: the grandchild's parent reaps
+ * it just as its last records are read).
+ */
+TEST(proc_gone_reaped_while_asked)
+{
+	char path[64];
+	siginfo_t si;
+	pid_t child = fork();
+	int fd;
+
+	if (child == 0)
+		_exit(0);
+	ASSERT_LT(0, child);
+	/* a zombie, not reaped yet */
+	ASSERT_EQ(0, waitid(P_PID, child, &si, WEXITED | WNOWAIT));
+	snprintf(path, sizeof(path), "/proc/%d/stat", child);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_TRUE(kpp_proc_stat_gone(fd)) TH_LOG("a zombie is gone");
+	EXPECT_TRUE(kpp_proc_gone(child));
+	ASSERT_EQ(child, waitpid(child, NULL, 0));
+	EXPECT_TRUE(kpp_proc_stat_gone(fd)) TH_LOG("reaped after its stat was opened: taken for alive");
+	EXPECT_TRUE(kpp_proc_gone(child));
+	close(fd);
+	/* and a live one is not */
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_FALSE(kpp_proc_stat_gone(fd));
+	close(fd);
+	EXPECT_FALSE(kpp_proc_gone(getpid()));
 }
 
 TEST_HARNESS_MAIN

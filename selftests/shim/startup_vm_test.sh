@@ -75,6 +75,9 @@ if KPPROF_SHIM=$lib "$K" record -o "$tmp/chain" --mem-rate 16777216 -- \
 		tap_ok "chain: both grandchildren of a child that never samples followed, each symbolized"
 	else
 		tap_diag "$(cat "$tmp/chain.err")"
+		# what the profile holds: its counters (comment) and every sample
+		# with its pid and frames (addresses where no name was found)
+		tap_diag "$(pp -raw "$tmp/chain/heap.pb.gz" | head -n 120)"
 		tap_fail "chain: grandchildren in the profile" "pids and functions: ${got:-none}"
 	fi
 else

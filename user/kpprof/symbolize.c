@@ -46,7 +46,6 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <linux/openat2.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,55 +406,6 @@ static bool claim_allowed(struct kpp_symbolizer *s, uint32_t uid)
 		return false;
 	u->claims--;
 	return true;
-}
-
-/*
- * proc_gone - @pid has no memory left to open files through: reaped, a
- * zombie its parent has not reaped yet (`kpprof record` symbolizes before
- * it reaps its command), or exiting.  The last is the common case, not a
- * corner: a short process's final records reach us while it is in
- * do_exit(), where PF_EXITING is set before its mm and fs are released and
- * long before it turns Z; map_files and its root are already unusable
- * then, and waiting for Z would lose its objects (startup_vm_test's
- * "chain" and "late" lost the main program's names in 6 of 10 runs).
- */
-#define KPP_PF_EXITING 0x00000004	/* include/linux/sched.h */
-
-static bool proc_gone(uint32_t pid)
-{
-	char path[32], buf[512], *p, *end;
-	unsigned long flags;
-	ssize_t n;
-	int fd;
-
-	if (kill(pid, 0) && errno == ESRCH)
-		return true;
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	/* "pid (comm) S ...": comm may hold ')' itself; the state follows the last. */
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return false;
-	if (p[2] == 'Z' || p[2] == 'X')
-		return true;
-	/* ") S ppid pgrp session tty_nr tpgid flags" (proc_pid_stat(5)) */
-	p += 4;
-	for (int skip = 0; skip < 5; skip++) {
-		p = strchr(p, ' ');
-		if (!p)
-			return false;
-		p++;
-	}
-	errno = 0;
-	flags = strtoul(p, &end, 10);
-	return !errno && end != p && (flags & KPP_PF_EXITING);
 }
 
 /* ------------------------------------------------------------ ELF reading */
@@ -1165,7 +1115,7 @@ static void resolve(struct kpp_symbolizer *s, struct mapent *e, uint32_t pid,
 				snprintf(real, sizeof(real), "%s", m->path);
 		}
 		/* Gone already: a public file with the record's build-id (checked below). */
-		if (fd < 0 && m->build_id_len && m->path[0] == '/' && proc_gone(pid)) {
+		if (fd < 0 && m->build_id_len && m->path[0] == '/' && kpp_proc_gone(pid)) {
 			fd = kpp_open_as_uid(m->uid, m->path);
 			if (fd >= 0)
 				snprintf(real, sizeof(real), "%s", m->path);
