@@ -12,9 +12,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
-#include <sys/syscall.h>
-#include <sched.h>
-#include <pthread.h>
 #include <time.h>
 #include <zlib.h>
 #include <inttypes.h>
@@ -1077,71 +1074,6 @@ TEST(proc_gone_reaped_while_asked)
 	EXPECT_FALSE(kpp_proc_stat_gone(fd));
 	close(fd);
 	EXPECT_FALSE(kpp_proc_gone(getpid()));
-}
-
-/*
- * A live process whose leader is a zombie (it called pthread_exit; another
- * thread runs): /proc/PID/stat says Z, map_files and root no longer open
- * through PID.  Taken for gone, its claimed path was opened in our root,
- * outside its chroot or mount namespace (review rgone F1: a chroot'ed uid
- * 65534 producer had a host-only library's symbols read for it).  It is
- * not gone while a thread lives.
- */
-static int leader_pipe[2];
-
-static void *wait_then_exit(void *arg)
-{
-	char c;
-
-	(void)arg;
-	while (read(leader_pipe[0], &c, 1) < 0 && errno == EINTR)
-		;
-	syscall(SYS_exit_group, 0);
-	return NULL;
-}
-
-TEST(proc_gone_not_with_a_live_thread)
-{
-	char path[64], buf[256], *p;
-	siginfo_t si;
-	pid_t child;
-	int fd, zombie = 0;
-
-	ASSERT_EQ(0, pipe(leader_pipe));
-	child = fork();
-	if (child == 0) {
-		pthread_t t;
-
-		if (pthread_create(&t, NULL, wait_then_exit, NULL))
-			_exit(1);
-		syscall(SYS_exit, 0);	/* the leader only */
-	}
-	ASSERT_LT(0, child);
-	close(leader_pipe[0]);
-	/* wait for the leader to be a zombie (a condition, not a sleep) */
-	snprintf(path, sizeof(path), "/proc/%d/stat", child);
-	for (int i = 0; i < 100000 && !zombie; i++) {
-		ssize_t n;
-
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		ASSERT_LE(0, fd);
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		ASSERT_LT(0, n);
-		buf[n] = '\0';
-		p = strrchr(buf, ')');
-		zombie = p && p[1] == ' ' && p[2] == 'Z';
-		if (!zombie)
-			sched_yield();
-	}
-	ASSERT_TRUE(zombie) TH_LOG("the leader never became a zombie");
-	EXPECT_FALSE(kpp_proc_gone(child)) TH_LOG("zombie leader, live thread: taken for gone");
-	ASSERT_EQ(1, write(leader_pipe[1], "x", 1));
-	close(leader_pipe[1]);
-	ASSERT_EQ(0, waitid(P_PID, child, &si, WEXITED | WNOWAIT));
-	EXPECT_TRUE(kpp_proc_gone(child));
-	ASSERT_EQ(child, waitpid(child, NULL, 0));
-	EXPECT_TRUE(kpp_proc_gone(child));
 }
 
 TEST_HARNESS_MAIN

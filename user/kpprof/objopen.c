@@ -32,12 +32,10 @@
  * on the fd, against a swap in between), and never one on a pseudo file
  * system (/proc, /sys, debugfs...: /proc/kcore is a "regular" 128 TiB file).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <limits.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <pthread.h>
@@ -291,54 +289,20 @@ bool kpp_proc_stat_gone(int fd)
 	return !errno && end != p && (flags & KPP_PF_EXITING);
 }
 
-/* /proc/@pid/@rel (a stat file) says gone; a file that is not there is gone */
-static bool stat_path_gone(uint32_t pid, const char *rel)
+bool kpp_proc_gone(uint32_t pid)
 {
-	char path[96];
+	char path[32];
 	bool gone;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%u/%s", pid, rel);
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT || errno == ESRCH;
 	gone = kpp_proc_stat_gone(fd);
 	close(fd);
-	return gone;
-}
-
-/*
- * /proc/PID/stat shows the thread-group leader, which can be a zombie (it
- * called pthread_exit, or a thread other than it is in exec) while other
- * threads run: the process lives, only its map_files and root can no
- * longer be opened through PID, and opening its claimed path in our root
- * would open a file the process may not see (another mount namespace, a
- * chroot).  So gone means every thread is.
- */
-bool kpp_proc_gone(uint32_t pid)
-{
-	char path[96];
-	struct dirent *d;
-	bool gone = true;
-	DIR *dir;
-
-	if (pid > INT_MAX || (kill((pid_t)pid, 0) && errno == ESRCH))
-		return true;
-	if (!stat_path_gone(pid, "stat"))
-		return false;
-	snprintf(path, sizeof(path), "/proc/%u/task", pid);
-	dir = opendir(path);
-	if (!dir)
-		return errno == ENOENT || errno == ESRCH;
-	while (gone && (d = readdir(dir))) {
-		char rel[64];
-
-		if (d->d_name[0] < '1' || d->d_name[0] > '9')
-			continue;
-		snprintf(rel, sizeof(rel), "task/%.20s/stat", d->d_name);
-		gone = stat_path_gone(pid, rel);
-	}
-	closedir(dir);
 	return gone;
 }
 

@@ -41,10 +41,9 @@ int kpp_open_as_uid(uint32_t uid, const char *path);
 bool kpp_pid_is_producers(uint32_t pid, uint32_t uid);
 int kpp_open_map_files(uint32_t pid, const struct kpp_map *m, char *real, size_t len);
 /*
- * kpp_proc_gone - process @pid has no thread left that could open files
- * (reaped, a zombie, or every thread in do_exit()); kpp_proc_stat_gone -
- * the task whose /proc/.../stat @fd was opened on is (reaped since it was
- * opened included): the task of that open, not whatever holds its pid now.
+ * kpp_proc_gone - process @pid has no memory left to open files through
+ * (reaped, a zombie, or in do_exit()); kpp_proc_stat_gone - the same from
+ * @fd, open on its /proc/PID/stat (reaped since it was opened included).
  */
 bool kpp_proc_gone(uint32_t pid);
 bool kpp_proc_stat_gone(int fd);
