@@ -12,6 +12,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <sys/mount.h>
+#include <sched.h>
 #include <time.h>
 #include <zlib.h>
 #include <inttypes.h>
@@ -1074,6 +1078,66 @@ TEST(proc_gone_reaped_while_asked)
 	EXPECT_FALSE(kpp_proc_stat_gone(fd));
 	close(fd);
 	EXPECT_FALSE(kpp_proc_gone(getpid()));
+}
+
+/*
+ * A live process hidden from us (/proc mounted hidepid=invisible with a
+ * gid= group we are not in, and no CAP_SYS_PTRACE) has no /proc/PID/stat to open: that is not gone.  Taken
+ * for gone (review rgone2 B), its claimed path was opened in our root.
+ * The child that asks runs in a mount namespace of its own, so the host's
+ * /proc is untouched.
+ */
+TEST(proc_gone_not_when_hidden)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	int go[2], st;
+	pid_t victim, asker;
+
+	if (geteuid())
+		SKIP(return, "needs root (a process of another uid, a proc mount)");
+	ASSERT_EQ(0, pipe(go));
+	victim = fork();
+	if (victim == 0) {
+		char c;
+
+		close(go[1]);
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(1);
+		while (read(go[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	ASSERT_LT(0, victim);
+	close(go[0]);
+	asker = fork();
+	if (asker == 0) {
+		struct stat sb;
+		char path[64];
+
+		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("proc", "/proc", "proc", 0, "hidepid=invisible,gid=65533"))
+			_exit(10);
+		if (syscall(SYS_capget, &h, d))
+			_exit(11);
+		d[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+		d[CAP_SYS_PTRACE / 32].permitted &= ~(1u << (CAP_SYS_PTRACE % 32));
+		if (syscall(SYS_capset, &h, d))
+			_exit(11);
+		snprintf(path, sizeof(path), "/proc/%d", victim);
+		if (!stat(path, &sb) || kill(victim, 0))
+			_exit(12);	/* not hidden, or not ours to signal: cannot ask */
+		_exit(kpp_proc_gone(victim) ? 1 : 0);
+	}
+	ASSERT_LT(0, asker);
+	ASSERT_EQ(asker, waitpid(asker, &st, 0));
+	close(go[1]);
+	ASSERT_EQ(victim, waitpid(victim, NULL, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	if (WEXITSTATUS(st) >= 10)
+		SKIP(return, "cannot hide a process here (step %d: unshare/mount, capset, not hidden)",
+		     WEXITSTATUS(st) - 9);
+	EXPECT_EQ(0, WEXITSTATUS(st)) TH_LOG("a live process hidden by hidepid taken for gone");
 }
 
 TEST_HARNESS_MAIN

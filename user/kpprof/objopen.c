@@ -36,6 +36,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <pthread.h>
@@ -258,6 +259,18 @@ static void *as_thread(void *arg)
  * opened before the reap reads ESRCH after it (the parent of a short
  * process reaps it just as its last records reach us: "chain" lost a
  * grandchild's names 1 run in 20).
+ *
+ * Known limit: gone is judged by the thread-group leader, as the gone
+ * rule's fallback (symbolize.c resolve(): the claimed path opened in our
+ * root with the records' uid and build-id) must also be taken for a
+ * process that exits.  So a process in a chroot or another mount
+ * namespace, once gone or with a zombie leader (its main thread called
+ * pthread_exit), has its claimed paths opened in our root: it can learn
+ * whether a file it cannot see exists with a build-id it already knows,
+ * and get names of a file its uid may read as "others".  Requiring every
+ * thread to be gone closes only the zombie-leader route (a relay of
+ * threads still passes) and costs such programs their names; the fix is
+ * to tie the fallback to the producer's root (README, Known limits).
  */
 #define KPP_PF_EXITING 0x00000004	/* include/linux/sched.h */
 
@@ -289,18 +302,27 @@ bool kpp_proc_stat_gone(int fd)
 	return !errno && end != p && (flags & KPP_PF_EXITING);
 }
 
+static bool reaped(uint32_t pid)
+{
+	return kill((pid_t)pid, 0) && errno == ESRCH;
+}
+
 bool kpp_proc_gone(uint32_t pid)
 {
 	char path[32];
 	bool gone;
 	int fd;
 
-	if (kill(pid, 0) && errno == ESRCH)
+	/* 0 and above INT_MAX are no process (kill() would take them for groups) */
+	if (!pid || pid > INT_MAX)
+		return false;
+	if (reaped(pid))
 		return true;
 	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* not there: reaped since, or hidden from us (hidepid), which is not gone */
 	if (fd < 0)
-		return errno == ENOENT || errno == ESRCH;
+		return (errno == ENOENT || errno == ESRCH) && reaped(pid);
 	gone = kpp_proc_stat_gone(fd);
 	close(fd);
 	return gone;

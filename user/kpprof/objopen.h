@@ -42,8 +42,9 @@ bool kpp_pid_is_producers(uint32_t pid, uint32_t uid);
 int kpp_open_map_files(uint32_t pid, const struct kpp_map *m, char *real, size_t len);
 /*
  * kpp_proc_gone - process @pid has no memory left to open files through
- * (reaped, a zombie, or in do_exit()); kpp_proc_stat_gone - the same from
- * @fd, open on its /proc/PID/stat (reaped since it was opened included).
+ * (reaped, a zombie, or in do_exit()), judged by its thread-group leader;
+ * kpp_proc_stat_gone - the task whose /proc/.../stat @fd was opened on is
+ * (reaped since included): that task, not whatever holds its pid now.
  */
 bool kpp_proc_gone(uint32_t pid);
 bool kpp_proc_stat_gone(int fd);
