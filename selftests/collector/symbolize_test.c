@@ -1082,8 +1082,9 @@ TEST(proc_gone_reaped_while_asked)
 
 /*
  * A live process hidden from us (/proc mounted hidepid=invisible with a
- * gid= group we are not in, and no CAP_SYS_PTRACE) has no /proc/PID/stat to open: that is not gone.  Taken
- * for gone (review rgone2 B), its claimed path was opened in our root.
+ * gid= group we are not in, and no CAP_SYS_PTRACE) has no /proc/PID/stat
+ * to open: that is not gone.  Taken for gone (review rgone2 B), its
+ * claimed path was opened in our root.
  * The child that asks runs in a mount namespace of its own, so the host's
  * /proc is untouched.
  */

@@ -270,7 +270,8 @@ static void *as_thread(void *arg)
  * and get names of a file its uid may read as "others".  Requiring every
  * thread to be gone closes only the zombie-leader route (a relay of
  * threads still passes) and costs such programs their names; the fix is
- * to tie the fallback to the producer's root (README, Known limits).
+ * to tie the fallback to the producer's root (README, "What the
+ * collector trusts", rule 3).
  */
 #define KPP_PF_EXITING 0x00000004	/* include/linux/sched.h */
 
