@@ -28,7 +28,7 @@ same() {
 	fi
 }
 
-tap_plan 29
+tap_plan 31
 
 out=$(bash -c "$tap; tap_plan; tap_ok a; tap_fail b why; tap_skip c no; tap_done"; echo "rc:$?")
 same "tap.sh prints kselftest lines and exits 1 on failure" "$out" \
@@ -57,6 +57,14 @@ same "no Totals line is one failure" "$(tally 'echo hello')" \
 same "a crash after Totals is one more failure" \
 	"$(tally "bash -c \"$tap; tap_plan 1; tap_ok a; tap_done\"; kill -SEGV \$\$")" \
 	"run-test-list: programs:1 pass:1 fail:1 skip:0 rc:1"
+# The summary line names the failed cases (a CI page cut to its last lines
+# keeps only the summaries): tap.sh's detail and the harness's assertion.
+tally "bash -c \"$tap; tap_plan; tap_ok a; tap_diag 'noise'; tap_fail b 'b went wrong'; tap_done\"" >/dev/null
+same "a failed program's summary names its failed case" \
+	"$(grep -m1 '^# \[FAIL\]' "$work/out" | sed 's/.*s; //')" "not ok 2 b # b went wrong)"
+tally "bash -c \"echo 1..1; echo '# RUN t.a ...'; echo '# t.c:9:a:Expected 1 (1) == 2 (2)'; echo '#  FAIL  t.a'; echo 'not ok 1 t.a'; echo '# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0'; exit 1\"" >/dev/null
+same "... and the harness's reason before it" \
+	"$(grep -m1 '^# \[FAIL\]' "$work/out" | sed 's/.*s; //')" "# t.c:9:a:Expected 1 (1) == 2 (2) | not ok 1 t.a)"
 same "a non-zero exit with no failed case is a failure" \
 	"$(tally "bash -c \"$tap; tap_plan 2; tap_ok a; tap_ok b; tap_done\"; exit 1")" \
 	"run-test-list: programs:1 pass:2 fail:1 skip:0 rc:1"
