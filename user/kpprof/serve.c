@@ -497,13 +497,30 @@ static void serve_profile(struct conn *c, const struct kpp_http_req *r, struct p
 	struct kpp_view old;
 	struct one_pid one = { q->pid, &set };
 	char hdr[128];
-	bool known = true;
+	bool known = true, settled = false;
 	struct kpp_http_conn *io = &c->io;
 	int err;
 
 	pthread_mutex_lock(&srv->lock);
 	err = visible(c, q->pid, &set, &known);
 	pthread_mutex_unlock(&srv->lock);
+	/*
+	 * A pid not seen yet may have records on their way: in its producer
+	 * ring (drained every few ms), or in ours below the wake-up
+	 * watermark (read at the next wake-up, up to a cycle later).  A
+	 * process asked about just after it ran must not be answered
+	 * "never ran": read them (settle) and look again.  Every pid the
+	 * client cannot see takes this path, so another user's process
+	 * still answers as a pid never seen, in the same time.
+	 */
+	if (!err && !known) {
+		kpp_pidset__release(&set);
+		settle(srv);
+		settled = true;
+		pthread_mutex_lock(&srv->lock);
+		err = visible(c, q->pid, &set, &known);
+		pthread_mutex_unlock(&srv->lock);
+	}
 	if (err) {
 		kpp_http__error(io, r, 500, "out of memory");
 		return;
@@ -517,7 +534,7 @@ static void serve_profile(struct conn *c, const struct kpp_http_req *r, struct p
 		kpp_http__error(io, r, 404, out.msg);
 		return;
 	}
-	if (q->gc || (q->seconds && q->type == KPP_HEAP))
+	if (!settled && (q->gc || (q->seconds && q->type == KPP_HEAP)))
 		settle(srv);
 	if (q->seconds) {
 		pthread_mutex_lock(&srv->lock);
