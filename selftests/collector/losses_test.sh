@@ -7,6 +7,7 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
+. "$top/selftests/lib/wait.sh"
 K=${KPPROF:-$top/build/user/kpprof/kpprof}
 W=$top/build/selftests/collector/workloads
 out=$(mktemp -d /tmp/kpprof-losses.XXXXXX)
@@ -28,7 +29,7 @@ before=$(full)
 $K serve --listen 127.0.0.1:0 --mem-rate 1 >"$out/serve.out" 2>&1 &
 srv=$!
 trap 'kill -CONT $srv 2>/dev/null; kill $srv 2>/dev/null; rm -rf "$out"' EXIT
-for _ in $(seq 50); do grep -q serving "$out/serve.out" && break; sleep 0.1; done
+wait_for 60 grep -q serving "$out/serve.out"
 kill -STOP $srv
 LD_PRELOAD=$top/build/user/shim/libkpprof.so "$W/leak_churn" 200000 >/dev/null 2>&1
 kill -CONT $srv

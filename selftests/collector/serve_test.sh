@@ -20,7 +20,7 @@ modprobe -q tcp_diag 2>/dev/null || true
 $K serve --listen 127.0.0.1:0 --mem-rate 65536 >"$out/serve.out" 2>&1 &
 srv=$!
 trap 'kill $srv 2>/dev/null; wait $srv 2>/dev/null; rm -rf "$out"' EXIT
-for _ in $(seq 50); do grep -q serving "$out/serve.out" && break; sleep 0.1; done
+wait_for 60 grep -q serving "$out/serve.out"
 url=$(sed -nE 's/.*serving (http:[^ ]*)/\1/p' "$out/serve.out")
 [ -n "$url" ] || { tap_diag "$(cat "$out/serve.out")"; tap_fail "server did not start"; tap_done; }
 

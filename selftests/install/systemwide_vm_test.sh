@@ -14,6 +14,7 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
+. "$top/selftests/lib/wait.sh"
 tap_plan
 
 [ "$(id -u)" = 0 ] && [ -c /dev/kpprof ] ||
@@ -82,8 +83,7 @@ start_collector() {
 		exec setpriv --bounding-set=-all,"$caps" --inh-caps=-all --no-new-privs "$@"
 	) >"$out/serve-$1.out" 2>&1 &
 	srv=$!
-	for _ in $(seq 100); do grep -q serving "$out/serve-$1.out" && return 0; sleep 0.1; done
-	return 1
+	wait_for 60 grep -q serving "$out/serve-$1.out"
 }
 if start_collector 1; then
 	tap_ok "collector started with the unit's command line: $(sed -n 's/^ExecStart=//p' "$unit")"
