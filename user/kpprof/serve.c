@@ -272,9 +272,14 @@ static void settle(struct server *srv)
 		pthread_mutex_unlock(&srv->lock);
 		if (err)
 			return;
-		/* Ask again after a second: the cycle record may have been dropped. */
+		/*
+		 * The ioctl wrote the cycle record before it returned: read at
+		 * once, nap only while it is not there yet.  Ask again after a
+		 * second: the cycle record may have been dropped.
+		 */
 		for (int i = 0; i < 50 && !done && now_ms() < deadline; i++) {
-			nanosleep(&nap, NULL);
+			if (i)
+				nanosleep(&nap, NULL);
 			pthread_mutex_lock(&srv->lock);
 			kpp_ring__consume(s->ring);
 			done = kpp_agg__first_incomplete(s->agg) >= target;
