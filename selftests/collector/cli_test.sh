@@ -34,6 +34,8 @@ expect "record without command" "no command given" "$K" record
 expect "bad number" "'abc' is not a number" "$K" record --mem-rate abc -- true
 expect "negative number" "non-negative" "$K" ctl --block-rate -5
 expect "unknown pid" "no process 999999999" "$K" collect --pid 999999999
+# 2^32 + 1: taken as a pid_t it would be 1 (init), which exists
+expect "pid above INT_MAX" "no process 4294967297" "$K" collect --pid 4294967297
 expect "top of a missing file" "cannot read .*No such file" "$K" top "$tmp/nope.pb.gz"
 echo "not a profile" >"$tmp/bad.pb.gz"
 expect "top of a non-profile" "not a gzip'd pprof" "$K" top "$tmp/bad.pb.gz"

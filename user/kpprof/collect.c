@@ -16,6 +16,7 @@
 
 #include "dev.h"
 #include "output.h"
+#include "proc.h"
 #include "rates.h"
 #include "session.h"
 #include "verbs.h"
@@ -162,7 +163,7 @@ int collect_main(int argc, char *argv[])
 		fprintf(stderr, "kpprof collect: unexpected argument '%s'\n", argv[optind]);
 		return 1;
 	}
-	if (pid && kill(pid, 0) && errno == ESRCH) {
+	if (pid && (pid > INT_MAX || kpp_proc_reaped(pid))) {
 		fprintf(stderr, "kpprof collect: no process %llu: check the pid with ps\n",
 			(unsigned long long)pid);
 		return 1;

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "objopen.h"
+#include "proc.h"
 #include "symbolize.h"
 
 #define OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
@@ -303,11 +304,6 @@ bool kpp_proc_stat_gone(int fd)
 	return !errno && end != p && (flags & KPP_PF_EXITING);
 }
 
-static bool reaped(uint32_t pid)
-{
-	return kill((pid_t)pid, 0) && errno == ESRCH;
-}
-
 bool kpp_proc_gone(uint32_t pid)
 {
 	char path[32];
@@ -317,13 +313,13 @@ bool kpp_proc_gone(uint32_t pid)
 	/* 0 and above INT_MAX are no process (kill() would take them for groups) */
 	if (!pid || pid > INT_MAX)
 		return false;
-	if (reaped(pid))
+	if (kpp_proc_reaped(pid))
 		return true;
 	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	/* not there: reaped since, or hidden from us (hidepid), which is not gone */
 	if (fd < 0)
-		return (errno == ENOENT || errno == ESRCH) && reaped(pid);
+		return (errno == ENOENT || errno == ESRCH) && kpp_proc_reaped(pid);
 	gone = kpp_proc_stat_gone(fd);
 	close(fd);
 	return gone;

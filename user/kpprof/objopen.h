@@ -28,17 +28,17 @@ int kpp_open_as_producer(uint32_t pid, uint32_t uid, const char *path, bool nofo
  * fsgid nogroup and no supplementary groups. */
 int kpp_open_as_uid(uint32_t uid, const char *path);
 /*
- * kpp_open_map_files - /proc/@pid/map_files/START-END of @m, and its target
- * as the process sees it in @real ("" if unknown); only while @pid is
- * wholly @m->uid's and dumpable.
- */
-/*
  * kpp_pid_is_producers - process @pid is wholly @uid's (all uids @uid, all
  * gids one) and dumpable: the process whose records say @uid, not a reused
  * pid nor a setuid/setgid program exec'd since.  Always true for @uid 0
  * (root's claims: the process now has no more rights than root).
  */
 bool kpp_pid_is_producers(uint32_t pid, uint32_t uid);
+/*
+ * kpp_open_map_files - /proc/@pid/map_files/START-END of @m, and its target
+ * as the process sees it in @real ("" if unknown); only while @pid is
+ * wholly @m->uid's and dumpable.
+ */
 int kpp_open_map_files(uint32_t pid, const struct kpp_map *m, char *real, size_t len);
 /*
  * kpp_proc_gone - process @pid has no memory left to open files through

@@ -10,6 +10,7 @@
 
 #include "dev.h"
 #include "notes.h"
+#include "proc.h"
 #include "profile_write.h"
 #include "session.h"
 
@@ -274,7 +275,7 @@ int kpp_session__settle(struct kpp_session *s, int timeout_ms)
 
 static int reap_one(void *ctx, struct kpp_proc *p)
 {
-	if (p->state == KPP_PROC_ALIVE && p->pid && kill(p->pid, 0) && errno == ESRCH)
+	if (p->state == KPP_PROC_ALIVE && kpp_proc_reaped(p->pid))
 		kpp_agg__proc_exited(ctx, p);
 	return 0;
 }
