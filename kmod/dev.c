@@ -20,6 +20,7 @@
 #include <linux/uaccess.h>
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/pid_namespace.h>
 #include <linux/user_namespace.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -430,6 +431,14 @@ static long kpp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case KPPROF_IOC_CONSUMER_ATTACH:
 		if (!perfmon_capable())
 			return -EPERM;
+		/*
+		 * Records name processes by their pids in the initial pid
+		 * namespace (task_tgid_nr()); a consumer in another would take
+		 * them for its own namespace's: show a client, and open files
+		 * through, processes that did not write them.
+		 */
+		if (task_active_pid_ns(current) != &init_pid_ns)
+			return -EXDEV;
 		return kpp_ioctl_attach(file);
 	case KPPROF_IOC_SUBMIT:
 	case KPPROF_IOC_SUBMIT_V2:

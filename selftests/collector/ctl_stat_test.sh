@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # kpprof ctl and stat against the module (VM): rates set and shown, a
 # value the module refuses gives one clear line and changes nothing, and
-# stat reports the ring.  Restores the configuration it found.  Repo root.
+# stat reports the ring, a collector in a pid namespace of its own is
+# refused.  Restores the configuration it found.  Repo root.
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
@@ -37,5 +38,17 @@ fi
 out=$($K stat)
 grep -qE '^ring_size +[0-9]+ bytes' <<<"$out" && grep -qE '^consumer +none' <<<"$out" &&
 	tap_ok "stat shows the ring, no consumer" || { tap_diag "$out"; tap_fail "stat"; }
+# A collector in a pid namespace of its own is refused with a message
+# that says why (the records carry the host's pids), and attaches nothing.
+tmpd=$(mktemp -d)
+err=$(unshare --pid --fork "$K" collect -o "$tmpd" -d 1 2>&1 >/dev/null) && rc=0 || rc=$?
+out=$($K stat)
+if [ $rc -ne 0 ] && grep -q "pid namespace of its own" <<<"$err" && grep -qE '^consumer +none' <<<"$out"; then
+	tap_ok "a collector in its own pid namespace is refused: $err"
+else
+	tap_diag "exit $rc: $err" "$out"
+	tap_fail "a collector in its own pid namespace"
+fi
+rm -rf "$tmpd"
 $K ctl --mem-rate "$old_mem" --block-rate "$old_block" --mutex-fraction "$old_mutex" >/dev/null
 tap_done

@@ -6,9 +6,9 @@
  * write records, read info/config/format and map the config page, and
  * gets EPERM for attach, set_config, advance_cycle and stats; with
  * CAP_PERFMON alone, as uid 65534, those succeed.  One consumer at a time
- * (EBUSY), a new one after the first closes; the config page and the ring
- * are never writable, not even through mprotect(); ring pages only for
- * the attached consumer.
+ * (EBUSY), a new one after the first closes, none from a pid namespace of
+ * its own (EXDEV); the config page and the ring are never writable, not
+ * even through mprotect(); ring pages only for the attached consumer.
  *
  * Children cannot use the harness's ASSERT (it would longjmp inside the
  * child); they run a fixed list of steps and send each step's result
@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -261,6 +262,52 @@ TEST_F(priv, dead_consumer_frees_slot)
 	ASSERT_LE(0, b);
 	EXPECT_EQ(0, dev__ioctl(b, KPPROF_IOC_CONSUMER_ATTACH, NULL));
 	close(b);
+}
+
+/*
+ * A consumer in a pid namespace of its own is refused (EXDEV): records
+ * carry the initial namespace's pids, which it would take for its own
+ * processes.  The same file then attaches from the initial namespace, so
+ * the refusal attached nothing.
+ */
+TEST_F(priv, consumer_in_child_pid_ns_exdev)
+{
+	int fd = dev__open(), status, res = 1;
+	int p[2];
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		pid_t inner;
+		int r = -EINVAL, st;
+
+		close(p[0]);
+		/* the caller stays where it is; its next child is pid 1 of the new one */
+		if (unshare(CLONE_NEWPID)) {
+			r = -errno;
+		} else {
+			inner = fork();
+			if (inner == 0)
+				_exit(getpid() == 1 &&
+				      dev__ioctl(fd, KPPROF_IOC_CONSUMER_ATTACH, NULL) == -EXDEV ? 0 : 3);
+			if (inner < 0 || waitpid(inner, &st, 0) != inner)
+				r = -ECHILD;
+			else
+				r = WIFEXITED(st) ? WEXITSTATUS(st) : 4;
+		}
+		_exit(write(p[1], &r, sizeof(r)) == sizeof(r) ? 0 : 2);
+	}
+	close(p[1]);
+	ASSERT_EQ(sizeof(res), read(p[0], &res, sizeof(res)));
+	close(p[0]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ(0, res) TH_LOG("unshare/fork -errno, or 3: the attach in the new namespace was not EXDEV");
+	EXPECT_EQ(0, dev__ioctl(fd, KPPROF_IOC_CONSUMER_ATTACH, NULL));
+	close(fd);
 }
 
 TEST_F(priv, config_page_never_writable)

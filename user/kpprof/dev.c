@@ -106,6 +106,8 @@ const char *kpprof_dev__explain(int err)
 		return "permission denied: run as root or with CAP_PERFMON";
 	case EBUSY:
 		return "another collector is already attached to the ring: stop it first (see kpprof stat)";
+	case EXDEV:
+		return "the collector runs in a pid namespace of its own, and the module's records name processes by their pids in the host's: run it in the host's (outside the container, or with the host's pid namespace)";
 	case ENOTTY:
 		return "the device does not speak this kpprof ABI: rebuild the module and the collector together";
 	case EINVAL:
