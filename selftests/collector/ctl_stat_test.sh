@@ -7,6 +7,7 @@
 set -u
 top=$(pwd)
 . "$top/selftests/lib/tap.sh"
+. "$top/selftests/lib/wait.sh"
 K=${KPPROF:-$top/build/user/kpprof/kpprof}
 tap_plan
 orig=$($K ctl) || { tap_fail "kpprof ctl shows the configuration"; tap_done; }
@@ -48,6 +49,27 @@ if [ $rc -ne 0 ] && grep -q "pid namespace of its own" <<<"$err" && grep -qE '^c
 else
 	tap_diag "exit $rc: $err" "$out"
 	tap_fail "a collector in its own pid namespace"
+fi
+# In the host's pid namespace but with another namespace's /proc (a
+# mount namespace that mounted its own): refused too, after the attach,
+# which it gives back.
+unshare --pid --fork --mount --mount-proc sleep 600 </dev/null >/dev/null 2>&1 &
+bg=$!
+# nsenter -r: our root is a mount of our namespace, its /proc ours
+inside() { nsenter --mount --root --target "$bg" "$@"; }
+wait_for 30 sh -c "nsenter --mount --root --target $bg cat /proc/1/comm 2>/dev/null | grep -qx sleep" ||
+	tap_diag "the other namespace's /proc is not mounted after 30 s"
+err=$(inside "$K" collect -o "$tmpd" -d 1 2>&1 >/dev/null) && rc=0 || rc=$?
+# the namespace's init ignores SIGTERM from outside, and unshare waits for it
+kill -KILL $(pgrep -P "$bg") 2>/dev/null
+wait "$bg" 2>/dev/null
+out=$($K stat)
+if [ $rc -ne 0 ] && grep -q "/proc is not of the host's pid namespace" <<<"$err" &&
+   grep -qE '^consumer +none' <<<"$out"; then
+	tap_ok "a collector with another pid namespace's /proc is refused: $err"
+else
+	tap_diag "exit $rc: $err" "$out"
+	tap_fail "a collector with another pid namespace's /proc"
 fi
 rm -rf "$tmpd"
 $K ctl --mem-rate "$old_mem" --block-rate "$old_block" --mutex-fraction "$old_mutex" >/dev/null

@@ -185,6 +185,30 @@ void kpp_session__close(struct kpp_session *s)
 	s->fd = -1;
 }
 
+/*
+ * The module refuses a collector in a pid namespace of its own (EXDEV);
+ * in the host's, /proc must be the host's too: every pid the records
+ * carry is looked up there (who may see it, its files, whether it is
+ * gone).  A /proc mounted for another pid namespace has no /proc/self
+ * for us, or names another pid.
+ */
+static bool proc_is_ours(void)
+{
+	char buf[32];
+	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
+	char want[32];
+
+	snprintf(want, sizeof(want), "%d", (int)getpid());
+	if (n > 0) {
+		buf[n] = '\0';
+		if (!strcmp(buf, want))
+			return true;
+	}
+	fprintf(stderr, "kpprof: /proc is not of the host's pid namespace (/proc/self %s, our pid %s): "
+		"run the collector with the host's /proc\n", n > 0 ? buf : "missing", want);
+	return false;
+}
+
 int kpp_session__open(struct kpp_session *s, const struct kpp_agg_limits *lim)
 {
 	char err_buf[256];
@@ -230,6 +254,8 @@ int kpp_session__open(struct kpp_session *s, const struct kpp_agg_limits *lim)
 		fprintf(stderr, "kpprof: cannot attach to the ring: %s\n", kpprof_dev__explain(-errno));
 		goto fail;
 	}
+	if (!proc_is_ours())
+		goto fail;
 	kpprof_dev__stats(s->fd, &s->base);
 	return 0;
 fail:
