@@ -27,7 +27,9 @@
  *   KPPROF_IOC_CONSUMER_ATTACH         CAP_PERFMON or CAP_SYS_ADMIN, and
  *                                      only one file at a time (EBUSY),
  *                                      from the initial pid namespace
- *                                      (EXDEV): records carry its pids
+ *                                      (EXDEV): records carry its pids,
+ *                                      checked at attach only (a file
+ *                                      handed on reads the same pids)
  *   KPPROF_IOC_CONSUMER_DETACH         the attached consumer file only
  *   KPPROF_IOC_DRAIN                   CAP_PERFMON or CAP_SYS_ADMIN
  *   KPPROF_IOC_KICK (own rings only)   a file that may submit

@@ -71,6 +71,18 @@ else
 	tap_diag "exit $rc: $err" "$out"
 	tap_fail "a collector with another pid namespace's /proc"
 fi
+# Not a proc file system at /proc (a tmpfs with a self link naming us,
+# in a mount namespace of its own): refused too.
+err=$(unshare --mount sh -c 'mount --make-rprivate / && mount -t tmpfs none /proc &&
+	ln -s $$ /proc/self && exec "$0" collect -o "$1" -d 1' "$K" "$tmpd" 2>&1 >/dev/null) && rc=0 || rc=$?
+out=$($K stat)
+if [ $rc -ne 0 ] && grep -q "/proc is not a proc file system" <<<"$err" &&
+   grep -qE '^consumer +none' <<<"$out"; then
+	tap_ok "a collector with a tmpfs at /proc is refused: $err"
+else
+	tap_diag "exit $rc: $err" "$out"
+	tap_fail "a collector with a tmpfs at /proc"
+fi
 rm -rf "$tmpd"
 $K ctl --mem-rate "$old_mem" --block-rate "$old_block" --mutex-fraction "$old_mutex" >/dev/null
 tap_done

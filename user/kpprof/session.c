@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* session.c - device + decoder + ring + aggregation, for the consuming verbs. */
 #include <errno.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -190,14 +192,20 @@ void kpp_session__close(struct kpp_session *s)
  * in the host's, /proc must be the host's too: every pid the records
  * carry is looked up there (who may see it, its files, whether it is
  * gone).  A /proc mounted for another pid namespace has no /proc/self
- * for us, or names another pid.
+ * for us, or names another pid; anything but a proc file system there
+ * (a tmpfs with a self link) is refused too.
  */
 static bool proc_is_ours(void)
 {
-	char buf[32];
-	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
-	char want[32];
+	char buf[32], want[32];
+	struct statfs fs;
+	ssize_t n;
 
+	if (statfs("/proc", &fs) || fs.f_type != PROC_SUPER_MAGIC) {
+		fprintf(stderr, "kpprof: /proc is not a proc file system: run the collector with the host's /proc\n");
+		return false;
+	}
+	n = readlink("/proc/self", buf, sizeof(buf) - 1);
 	snprintf(want, sizeof(want), "%d", (int)getpid());
 	if (n > 0) {
 		buf[n] = '\0';
