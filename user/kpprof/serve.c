@@ -42,9 +42,12 @@
  * connections on a tls: listener still in their handshake take at most
  * SERVE_MAX_HANDSHAKES of the SERVE_MAX_THREADS threads, more are closed;
  * deltas and plain requests have separate slots (SERVE_MAX_DELTAS, of which
- * SERVE_PEER_DELTAS per client, and SERVE_MAX_REQUESTS), so waiting deltas
- * never starve scrapes; a delta whose client hung up ends at once.  Every
- * refusal is counted (the index page, every profile's comment).
+ * SERVE_PEER_DELTAS per client, and SERVE_MAX_REQUESTS, of which
+ * SERVE_PEER_REQUESTS per client: serve_slots.h), so waiting deltas never
+ * starve scrapes, nor one client's requests (a slow reader holds its slot
+ * until its reply is taken) another's; a delta whose client hung up ends
+ * at once.  Every refusal is counted (the index page, every profile's
+ * comment).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -70,27 +73,12 @@
 #include "peer.h"
 #include "profile_write.h"
 #include "rates.h"
+#include "serve_slots.h"
 #include "session.h"
 #include "symbolz.h"
 #include "tls.h"
 #include "verbs.h"
 
-/* Plain requests (no ?seconds=) served at once; more are answered 503. */
-#define SERVE_MAX_REQUESTS	16
-/* Delta requests waiting out their window at once, and per client; more get 503. */
-#define SERVE_MAX_DELTAS	8
-#define SERVE_PEER_DELTAS	4
-/* Connections of one client at once (reading included); more are closed. */
-#define SERVE_PEER_CONNS	12
-/* Connection threads at once; more are closed. */
-#define SERVE_MAX_THREADS	128
-/*
- * Of those, connections on a tls: listener still in their handshake (not
- * yet authenticated): more are closed, so that clients without a
- * certificate, from however many addresses, never take the threads that
- * local scrapes and verified clients need.
- */
-#define SERVE_MAX_HANDSHAKES	(SERVE_MAX_THREADS / 2)
 /* The longest ?seconds= (Go has no cap but the server's write timeout). */
 #define SERVE_MAX_SECONDS	(7 * 86400)
 #define SERVE_MAX_LISTEN	4
@@ -106,17 +94,12 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-/* One client's connections and deltas in progress (count_lock). */
-struct peer_slot {
-	char key[64];
-	unsigned int conns, deltas;
-};
-
 /* What was refused, for the index page and every profile's comment. */
 struct serve_counts {
 	atomic_ullong peer_conns;	/* closed: SERVE_PEER_CONNS */
 	atomic_ullong threads;		/* closed: SERVE_MAX_THREADS */
 	atomic_ullong busy;		/* 503: SERVE_MAX_REQUESTS */
+	atomic_ullong peer_busy;	/* 503: SERVE_PEER_REQUESTS */
 	atomic_ullong deltas;		/* 503: SERVE_MAX_DELTAS / SERVE_PEER_DELTAS */
 	atomic_ullong slow;		/* 408: request not in within KPP_HTTP_READ_MS */
 	atomic_ullong host;		/* 403: Host header (DNS rebinding) */
@@ -142,11 +125,9 @@ struct server {
 	struct kpp_session s;
 	struct kpp_access *access;	/* under lock */
 	pthread_mutex_t lock;		/* the session, access */
-	pthread_mutex_t count_lock;	/* threads, busy, deltas, peers */
-	pthread_cond_t idle;		/* threads dropped */
-	unsigned int threads, busy, deltas;
-	unsigned int handshakes;	/* tls: connections not yet verified */
-	struct peer_slot peers[SERVE_MAX_THREADS];
+	pthread_mutex_t count_lock;	/* slots */
+	pthread_cond_t idle;		/* slots.threads dropped */
+	struct serve_slots slots;
 	struct serve_counts n;
 	bool insecure_remote;
 	struct kpp_tls *tls;		/* the tls: listeners' certificates (read at start) */
@@ -163,7 +144,7 @@ struct conn {
 	bool tls;			/* from a tls: listener: no request before the handshake */
 	bool handshaking;		/* holds one of SERVE_MAX_HANDSHAKES (count_lock) */
 	struct kpp_peer peer;
-	struct peer_slot *slot;
+	struct serve_peer *slot;
 };
 
 static void serve_usage(FILE *f)
@@ -370,11 +351,12 @@ static void serve_counts_text(struct server *srv, char *buf, size_t len)
 
 	snprintf(buf, len,
 		 "http refused: %llu (connections per client), %llu (connections in all), "
-		 "%llu (busy), %llu (deltas), %llu (request too slow), %llu (Host), "
+		 "%llu (busy), %llu (busy per client), %llu (deltas), %llu (request too slow), %llu (Host), "
 		 "%llu (client unknown); deltas abandoned by their client: %llu; "
 		 "symbol addresses not named (time budget): %llu",
 		 (unsigned long long)n->peer_conns, (unsigned long long)n->threads,
-		 (unsigned long long)n->busy, (unsigned long long)n->deltas,
+		 (unsigned long long)n->busy, (unsigned long long)n->peer_busy,
+		 (unsigned long long)n->deltas,
 		 (unsigned long long)n->slow, (unsigned long long)n->host,
 		 (unsigned long long)n->unknown_peer, (unsigned long long)n->abandoned,
 		 (unsigned long long)n->symbol_cut);
@@ -711,36 +693,28 @@ static void handle(struct conn *c, const struct kpp_http_req *r)
 /*
  * admit - a slot for @r: a delta (a profile with seconds=) one of
  * SERVE_MAX_DELTAS, at most SERVE_PEER_DELTAS of them its client's; any
- * other request one of SERVE_MAX_REQUESTS.  Apart, so deltas waiting out
- * their windows never take a scrape's slot.  0, or the 503 message.
+ * other request one of SERVE_MAX_REQUESTS, at most SERVE_PEER_REQUESTS of
+ * them its client's.  Apart, so deltas waiting out their windows never
+ * take a scrape's slot.  0, or the 503 message (counted).
  */
 static const char *admit(struct conn *c, const struct kpp_http_req *r, bool *delta)
 {
 	struct server *srv = c->srv;
-	const char *why = NULL;
+	enum serve_refusal why;
 	char val[32];
 
 	*delta = profile_index(r->path) >= 0 && kpp_http__query(r->query, "seconds", val, sizeof(val));
 	pthread_mutex_lock(&srv->count_lock);
-	if (*delta) {
-		if (srv->deltas >= SERVE_MAX_DELTAS)
-			why = "too many delta profiles at once (" STR(SERVE_MAX_DELTAS) "); retry later";
-		else if (c->slot->deltas >= SERVE_PEER_DELTAS)
-			why = "too many delta profiles of yours at once (" STR(SERVE_PEER_DELTAS) "); retry later";
-		if (!why) {
-			srv->deltas++;
-			c->slot->deltas++;
-		} else {
-			atomic_fetch_add(&srv->n.deltas, 1);
-		}
-	} else if (srv->busy >= SERVE_MAX_REQUESTS) {
-		why = "too many requests at once (" STR(SERVE_MAX_REQUESTS) "); retry later";
-		atomic_fetch_add(&srv->n.busy, 1);
-	} else {
-		srv->busy++;
-	}
+	why = serve_slots__admit(&srv->slots, c->slot, *delta);
 	pthread_mutex_unlock(&srv->count_lock);
-	return why;
+	switch (why) {
+	case SERVE_OK:
+		return NULL;
+	case SERVE_BUSY: atomic_fetch_add(&srv->n.busy, 1); break;
+	case SERVE_PEER_BUSY: atomic_fetch_add(&srv->n.peer_busy, 1); break;
+	default: atomic_fetch_add(&srv->n.deltas, 1); break;
+	}
+	return serve_slots__why(why);
 }
 
 /*
@@ -758,7 +732,7 @@ static int tls_handshake(struct conn *c, int64_t deadline)
 
 	/* Verified or not, no longer a handshake in progress. */
 	pthread_mutex_lock(&srv->count_lock);
-	srv->handshakes--;
+	serve_slots__handshake_done(&srv->slots);
 	c->handshaking = false;
 	pthread_mutex_unlock(&srv->count_lock);
 	switch (f) {
@@ -817,38 +791,13 @@ static void *conn_thread(void *arg)
 	kpp_tls__close(c->io.tls);
 	close(c->io.fd);
 	pthread_mutex_lock(&srv->count_lock);
-	if (admitted && delta) {
-		srv->deltas--;
-		c->slot->deltas--;
-	} else if (admitted) {
-		srv->busy--;
-	}
-	c->slot->conns--;
-	srv->threads--;
+	if (admitted)
+		serve_slots__finish(&srv->slots, c->slot, delta);
+	serve_slots__disconnect(&srv->slots, c->slot, c->handshaking);
 	pthread_cond_broadcast(&srv->idle);
 	pthread_mutex_unlock(&srv->count_lock);
 	free(c);
 	return NULL;
-}
-
-/* peer_slot - @key's slot, or a free one (count_lock held); NULL if none. */
-static struct peer_slot *peer_slot(struct server *srv, const char *key)
-{
-	struct peer_slot *free_slot = NULL;
-
-	for (size_t i = 0; i < SERVE_MAX_THREADS; i++) {
-		struct peer_slot *p = &srv->peers[i];
-
-		if (p->conns && !strcmp(p->key, key))
-			return p;
-		if (!p->conns && !free_slot)
-			free_slot = p;
-	}
-	if (free_slot) {
-		snprintf(free_slot->key, sizeof(free_slot->key), "%s", key);
-		free_slot->deltas = 0;
-	}
-	return free_slot;
 }
 
 /*
@@ -862,6 +811,7 @@ static void start_conn(struct server *srv, int fd, const struct listener *l)
 	sigset_t all, old;
 	pthread_attr_t attr;
 	pthread_t t;
+	enum serve_refusal why;
 	bool ok = false;
 
 	if (!c) {
@@ -875,23 +825,17 @@ static void start_conn(struct server *srv, int fd, const struct listener *l)
 	/* On a tls: listener only the certificate opens anything (tls_handshake). */
 	kpp_peer__identify(fd, srv->insecure_remote && !l->tls, &c->peer);
 	pthread_mutex_lock(&srv->count_lock);
-	if (srv->threads >= SERVE_MAX_THREADS) {
-		atomic_fetch_add(&srv->n.threads, 1);
-	} else if (l->tls && srv->handshakes >= SERVE_MAX_HANDSHAKES) {
-		atomic_fetch_add(&srv->n.tls_busy, 1);
-	} else {
-		c->slot = peer_slot(srv, c->peer.key);
-		if (c->slot && c->slot->conns < SERVE_PEER_CONNS) {
-			c->slot->conns++;
-			srv->threads++;
-			c->handshaking = l->tls;
-			srv->handshakes += l->tls;
-			ok = true;
-		} else {
-			atomic_fetch_add(&srv->n.peer_conns, 1);
-		}
-	}
+	why = serve_slots__connect(&srv->slots, c->peer.key, l->tls, &c->slot);
 	pthread_mutex_unlock(&srv->count_lock);
+	switch (why) {
+	case SERVE_OK:
+		c->handshaking = l->tls;
+		ok = true;
+		break;
+	case SERVE_NO_THREAD: atomic_fetch_add(&srv->n.threads, 1); break;
+	case SERVE_NO_HANDSHAKE: atomic_fetch_add(&srv->n.tls_busy, 1); break;
+	default: atomic_fetch_add(&srv->n.peer_conns, 1); break;
+	}
 	if (!ok) {
 		free(c);
 		close(fd);
@@ -903,9 +847,7 @@ static void start_conn(struct server *srv, int fd, const struct listener *l)
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &attr, conn_thread, c)) {
 		pthread_mutex_lock(&srv->count_lock);
-		srv->threads--;
-		srv->handshakes -= c->handshaking;
-		c->slot->conns--;
+		serve_slots__disconnect(&srv->slots, c->slot, c->handshaking);
 		pthread_mutex_unlock(&srv->count_lock);
 		close(fd);
 		free(c);
@@ -923,10 +865,10 @@ static bool wait_idle(struct server *srv, int seconds)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += seconds;
 	pthread_mutex_lock(&srv->count_lock);
-	while (srv->threads &&
+	while (srv->slots.threads &&
 	       pthread_cond_timedwait(&srv->idle, &srv->count_lock, &until) != ETIMEDOUT)
 		;
-	idle = srv->threads == 0;
+	idle = srv->slots.threads == 0;
 	pthread_mutex_unlock(&srv->count_lock);
 	return idle;
 }

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * serve_slots_test - kpprof serve's connection and request limits
+ * (user/kpprof/serve_slots.c), in all and per client: no client, with all
+ * the connections it may open, takes every request slot; two clients
+ * holding all theirs (a slow reader holds a slot until its reply is taken:
+ * review of 37ba186, two uids with 12 connections each got a third 503)
+ * still leave a third one served.
+ */
+#include <kselftest_harness.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "serve_slots.h"
+
+FIXTURE(sl) {
+	struct serve_slots *s;
+};
+
+FIXTURE_SETUP(sl)
+{
+	self->s = calloc(1, sizeof(*self->s));
+	ASSERT_NE(NULL, self->s);
+}
+
+FIXTURE_TEARDOWN(sl)
+{
+	free(self->s);
+}
+
+/* @n connections of @key, all accepted; their slot. */
+static struct serve_peer *connect_n(struct __test_metadata *_metadata, struct serve_slots *s,
+				    const char *key, int n)
+{
+	struct serve_peer *p = NULL, *q;
+
+	for (int i = 0; i < n; i++) {
+		ASSERT_EQ(SERVE_OK, serve_slots__connect(s, key, false, &q)) TH_LOG("%s conn %d", key, i);
+		if (p)
+			ASSERT_EQ(p, q);
+		p = q;
+	}
+	return p;
+}
+
+/* Plain requests of @p admitted out of @n asked. */
+static int admit_n(struct serve_slots *s, struct serve_peer *p, int n, bool delta)
+{
+	int ok = 0;
+
+	for (int i = 0; i < n; i++)
+		ok += serve_slots__admit(s, p, delta) == SERVE_OK;
+	return ok;
+}
+
+TEST_F(sl, two_clients_at_their_limits_leave_a_third_served)
+{
+	struct serve_peer *a = connect_n(_metadata, self->s, "uid 1001", SERVE_PEER_CONNS);
+	struct serve_peer *b = connect_n(_metadata, self->s, "uid 1002", SERVE_PEER_CONNS);
+	struct serve_peer *c = connect_n(_metadata, self->s, "uid 1003", 1);
+
+	EXPECT_EQ(SERVE_PEER_REQUESTS, admit_n(self->s, a, SERVE_PEER_CONNS, false));
+	EXPECT_EQ(SERVE_PEER_REQUESTS, admit_n(self->s, b, SERVE_PEER_CONNS, false));
+	EXPECT_EQ(SERVE_OK, serve_slots__admit(self->s, c, false));
+	/* the same for deltas */
+	EXPECT_EQ(SERVE_PEER_DELTAS, admit_n(self->s, a, SERVE_PEER_CONNS, true));
+	EXPECT_EQ(SERVE_MAX_DELTAS - SERVE_PEER_DELTAS, admit_n(self->s, b, SERVE_PEER_CONNS, true));
+}
+
+TEST_F(sl, per_client_refusal_then_room_again)
+{
+	struct serve_peer *a = connect_n(_metadata, self->s, "uid 1001", SERVE_PEER_CONNS);
+	struct serve_peer *b = connect_n(_metadata, self->s, "uid 1002", 1);
+
+	ASSERT_EQ(SERVE_PEER_REQUESTS, admit_n(self->s, a, SERVE_PEER_REQUESTS, false));
+	EXPECT_EQ(SERVE_PEER_BUSY, serve_slots__admit(self->s, a, false));
+	EXPECT_NE(NULL, strstr(serve_slots__why(SERVE_PEER_BUSY), "of yours"));
+	EXPECT_EQ(SERVE_OK, serve_slots__admit(self->s, b, false));
+	serve_slots__finish(self->s, a, false);
+	EXPECT_EQ(SERVE_OK, serve_slots__admit(self->s, a, false));
+	/* a plain request and a delta do not share slots */
+	EXPECT_EQ(SERVE_OK, serve_slots__admit(self->s, a, true));
+}
+
+TEST_F(sl, total_requests_bounded)
+{
+	char key[32];
+	int ok = 0;
+
+	for (int i = 0; i < SERVE_MAX_REQUESTS; i++) {
+		struct serve_peer *p;
+
+		snprintf(key, sizeof(key), "uid %d", 2000 + i);
+		p = connect_n(_metadata, self->s, key, 1);
+		ok += serve_slots__admit(self->s, p, false) == SERVE_OK;
+	}
+	EXPECT_EQ(SERVE_MAX_REQUESTS, ok);
+	EXPECT_EQ(SERVE_BUSY, serve_slots__admit(self->s,
+						 connect_n(_metadata, self->s, "uid 3000", 1), false));
+	EXPECT_NE(NULL, serve_slots__why(SERVE_BUSY));
+}
+
+TEST_F(sl, connections_bounded_per_client_and_in_all)
+{
+	struct serve_peer *p;
+	char key[32];
+	int i;
+
+	connect_n(_metadata, self->s, "uid 1001", SERVE_PEER_CONNS);
+	EXPECT_EQ(SERVE_PEER_NO_CONN, serve_slots__connect(self->s, "uid 1001", false, &p));
+	EXPECT_EQ(NULL, p);
+	/* handshakes: half the threads at most */
+	for (i = 0; i < SERVE_MAX_HANDSHAKES; i++) {
+		snprintf(key, sizeof(key), "10.0.0.%d", i);
+		ASSERT_EQ(SERVE_OK, serve_slots__connect(self->s, key, true, &p));
+	}
+	EXPECT_EQ(SERVE_NO_HANDSHAKE, serve_slots__connect(self->s, "10.0.1.1", true, &p));
+	serve_slots__handshake_done(self->s);
+	EXPECT_EQ(SERVE_OK, serve_slots__connect(self->s, "10.0.1.1", true, &p));
+	/* threads: fill the rest with plain connections */
+	for (i = 0; self->s->threads < SERVE_MAX_THREADS; i++) {
+		snprintf(key, sizeof(key), "uid %d", 5000 + i);
+		ASSERT_EQ(SERVE_OK, serve_slots__connect(self->s, key, false, &p));
+	}
+	EXPECT_EQ(SERVE_NO_THREAD, serve_slots__connect(self->s, "uid 9", false, &p));
+}
+
+/* A client's slot, once all its connections closed, is another's, from zero. */
+TEST_F(sl, slot_reused_clean)
+{
+	struct serve_peer *a = connect_n(_metadata, self->s, "uid 1001", 1), *b;
+
+	ASSERT_EQ(SERVE_OK, serve_slots__admit(self->s, a, false));
+	serve_slots__finish(self->s, a, false);
+	serve_slots__disconnect(self->s, a, false);
+	EXPECT_EQ(0u, self->s->threads);
+	EXPECT_EQ(0u, self->s->requests);
+	b = connect_n(_metadata, self->s, "uid 1002", 1);
+	EXPECT_EQ(a, b);
+	EXPECT_STREQ("uid 1002", b->key);
+	EXPECT_EQ(SERVE_PEER_REQUESTS, admit_n(self->s, b, SERVE_PEER_REQUESTS + 1, false));
+}
+
+TEST_HARNESS_MAIN
