@@ -39,17 +39,23 @@ fi
 out=$($K stat)
 grep -qE '^ring_size +[0-9]+ bytes' <<<"$out" && grep -qE '^consumer +none' <<<"$out" &&
 	tap_ok "stat shows the ring, no consumer" || { tap_diag "$out"; tap_fail "stat"; }
+# refused WHAT MESSAGE: the collector run just before ($rc, $err) exited
+# non-zero saying MESSAGE, and left no consumer attached.
+refused() {
+	local out
+	out=$($K stat)
+	if [ $rc -ne 0 ] && grep -q "$2" <<<"$err" && grep -qE '^consumer +none' <<<"$out"; then
+		tap_ok "$1 is refused: $err"
+	else
+		tap_diag "exit $rc: $err" "$out"
+		tap_fail "$1 is not refused"
+	fi
+}
 # A collector in a pid namespace of its own is refused with a message
 # that says why (the records carry the host's pids), and attaches nothing.
 tmpd=$(mktemp -d)
 err=$(unshare --pid --fork "$K" collect -o "$tmpd" -d 1 2>&1 >/dev/null) && rc=0 || rc=$?
-out=$($K stat)
-if [ $rc -ne 0 ] && grep -q "pid namespace of its own" <<<"$err" && grep -qE '^consumer +none' <<<"$out"; then
-	tap_ok "a collector in its own pid namespace is refused: $err"
-else
-	tap_diag "exit $rc: $err" "$out"
-	tap_fail "a collector in its own pid namespace"
-fi
+refused "a collector in its own pid namespace" "pid namespace of its own"
 # In the host's pid namespace but with another namespace's /proc (a
 # mount namespace that mounted its own): refused too, after the attach,
 # which it gives back.
@@ -63,26 +69,12 @@ err=$(inside "$K" collect -o "$tmpd" -d 1 2>&1 >/dev/null) && rc=0 || rc=$?
 # the namespace's init ignores SIGTERM from outside, and unshare waits for it
 kill -KILL $(pgrep -P "$bg") 2>/dev/null
 wait "$bg" 2>/dev/null
-out=$($K stat)
-if [ $rc -ne 0 ] && grep -q "/proc is not of the host's pid namespace" <<<"$err" &&
-   grep -qE '^consumer +none' <<<"$out"; then
-	tap_ok "a collector with another pid namespace's /proc is refused: $err"
-else
-	tap_diag "exit $rc: $err" "$out"
-	tap_fail "a collector with another pid namespace's /proc"
-fi
+refused "a collector with another pid namespace's /proc" "/proc is not of the host's pid namespace"
 # Not a proc file system at /proc (a tmpfs with a self link naming us,
 # in a mount namespace of its own): refused too.
 err=$(unshare --mount sh -c 'mount --make-rprivate / && mount -t tmpfs none /proc &&
 	ln -s $$ /proc/self && exec "$0" collect -o "$1" -d 1' "$K" "$tmpd" 2>&1 >/dev/null) && rc=0 || rc=$?
-out=$($K stat)
-if [ $rc -ne 0 ] && grep -q "/proc is not a proc file system" <<<"$err" &&
-   grep -qE '^consumer +none' <<<"$out"; then
-	tap_ok "a collector with a tmpfs at /proc is refused: $err"
-else
-	tap_diag "exit $rc: $err" "$out"
-	tap_fail "a collector with a tmpfs at /proc"
-fi
+refused "a collector with a tmpfs at /proc" "/proc is not a proc file system"
 rm -rf "$tmpd"
 $K ctl --mem-rate "$old_mem" --block-rate "$old_block" --mutex-fraction "$old_mutex" >/dev/null
 tap_done

@@ -5,7 +5,10 @@
  * the connections it may open, takes every request slot; two clients
  * holding all theirs (a slow reader holds a slot until its reply is taken:
  * review of 37ba186, two uids with 12 connections each got a third 503)
- * still leave a third one served.
+ * still leave a third one served; root (or CAP_PERFMON, or a verified
+ * certificate), which every scraper of a host shares, has no share of its
+ * own and a reserve that no other client takes (review helper-22: root's
+ * parallel scrapes got 503 with the share, four uids took every slot).
  */
 #include <kselftest_harness.h>
 #include <stdio.h>
@@ -43,14 +46,19 @@ static struct serve_peer *connect_n(struct __test_metadata *_metadata, struct se
 	return p;
 }
 
-/* Plain requests of @p admitted out of @n asked. */
-static int admit_n(struct serve_slots *s, struct serve_peer *p, int n, bool delta)
+/* Requests of @p (@priv: one that sees every process by right) admitted out of @n asked. */
+static int admit_as(struct serve_slots *s, struct serve_peer *p, int n, bool delta, bool priv)
 {
 	int ok = 0;
 
 	for (int i = 0; i < n; i++)
-		ok += serve_slots__admit(s, p, delta) == SERVE_OK;
+		ok += serve_slots__admit(s, p, delta, priv) == SERVE_OK;
 	return ok;
+}
+
+static int admit_n(struct serve_slots *s, struct serve_peer *p, int n, bool delta)
+{
+	return admit_as(s, p, n, delta, false);
 }
 
 TEST_F(sl, two_clients_at_their_limits_leave_a_third_served)
@@ -61,10 +69,40 @@ TEST_F(sl, two_clients_at_their_limits_leave_a_third_served)
 
 	EXPECT_EQ(SERVE_PEER_REQUESTS, admit_n(self->s, a, SERVE_PEER_CONNS, false));
 	EXPECT_EQ(SERVE_PEER_REQUESTS, admit_n(self->s, b, SERVE_PEER_CONNS, false));
-	EXPECT_EQ(SERVE_OK, serve_slots__admit(self->s, c, false));
+	EXPECT_EQ(SERVE_OK, serve_slots__admit(self->s, c, false, false));
 	/* the same for deltas */
 	EXPECT_EQ(SERVE_PEER_DELTAS, admit_n(self->s, a, SERVE_PEER_CONNS, true));
-	EXPECT_EQ(SERVE_MAX_DELTAS - SERVE_PEER_DELTAS, admit_n(self->s, b, SERVE_PEER_CONNS, true));
+	EXPECT_EQ(SERVE_MAX_DELTAS - SERVE_RESERVED_DELTAS - SERVE_PEER_DELTAS,
+		  admit_n(self->s, b, SERVE_PEER_CONNS, true));
+}
+
+/* Every client but root at its share: root is still served, up to the whole reserve. */
+TEST_F(sl, clients_at_their_shares_leave_root_served)
+{
+	struct serve_peer *root = connect_n(_metadata, self->s, "uid 0", SERVE_PEER_CONNS), *p;
+	char key[32];
+	int ok = 0;
+
+	for (int i = 0; i < SERVE_MAX_REQUESTS; i++) {
+		snprintf(key, sizeof(key), "uid %d", 4201 + i);
+		p = connect_n(_metadata, self->s, key, SERVE_PEER_CONNS / 2);
+		ok += admit_n(self->s, p, SERVE_PEER_CONNS / 2, false);
+		ok += admit_n(self->s, p, SERVE_PEER_CONNS / 2, true);
+	}
+	EXPECT_EQ(SERVE_MAX_REQUESTS - SERVE_RESERVED_REQUESTS + SERVE_MAX_DELTAS - SERVE_RESERVED_DELTAS, ok);
+	EXPECT_EQ(SERVE_RESERVED_REQUESTS, admit_as(self->s, root, SERVE_PEER_CONNS, false, true));
+	EXPECT_EQ(SERVE_RESERVED_DELTAS, admit_as(self->s, root, SERVE_PEER_CONNS, true, true));
+}
+
+/* Root's scrapers in parallel (Parca: heap, allocs, mutex, block at once, and more) are not one client's share. */
+TEST_F(sl, root_has_no_share_of_its_own)
+{
+	struct serve_peer *root = connect_n(_metadata, self->s, "uid 0", SERVE_PEER_CONNS);
+
+	EXPECT_EQ(SERVE_PEER_CONNS, admit_as(self->s, root, SERVE_PEER_CONNS, false, true));
+	for (int i = 0; i < SERVE_PEER_CONNS; i++)
+		serve_slots__finish(self->s, root, false);
+	EXPECT_EQ(SERVE_MAX_DELTAS, admit_as(self->s, root, SERVE_PEER_CONNS, true, true));
 }
 
 TEST_F(sl, per_client_refusal_then_room_again)
@@ -73,30 +111,31 @@ TEST_F(sl, per_client_refusal_then_room_again)
 	struct serve_peer *b = connect_n(_metadata, self->s, "uid 1002", 1);
 
 	ASSERT_EQ(SERVE_PEER_REQUESTS, admit_n(self->s, a, SERVE_PEER_REQUESTS, false));
-	EXPECT_EQ(SERVE_PEER_BUSY, serve_slots__admit(self->s, a, false));
+	EXPECT_EQ(SERVE_PEER_BUSY, serve_slots__admit(self->s, a, false, false));
 	EXPECT_NE(NULL, strstr(serve_slots__why(SERVE_PEER_BUSY), "of yours"));
-	EXPECT_EQ(SERVE_OK, serve_slots__admit(self->s, b, false));
+	EXPECT_EQ(SERVE_OK, serve_slots__admit(self->s, b, false, false));
 	serve_slots__finish(self->s, a, false);
-	EXPECT_EQ(SERVE_OK, serve_slots__admit(self->s, a, false));
+	EXPECT_EQ(SERVE_OK, serve_slots__admit(self->s, a, false, false));
 	/* a plain request and a delta do not share slots */
-	EXPECT_EQ(SERVE_OK, serve_slots__admit(self->s, a, true));
+	EXPECT_EQ(SERVE_OK, serve_slots__admit(self->s, a, true, false));
 }
 
 TEST_F(sl, total_requests_bounded)
 {
+	struct serve_peer *p;
 	char key[32];
 	int ok = 0;
 
 	for (int i = 0; i < SERVE_MAX_REQUESTS; i++) {
-		struct serve_peer *p;
 
 		snprintf(key, sizeof(key), "uid %d", 2000 + i);
 		p = connect_n(_metadata, self->s, key, 1);
-		ok += serve_slots__admit(self->s, p, false) == SERVE_OK;
+		ok += serve_slots__admit(self->s, p, false, false) == SERVE_OK;
 	}
-	EXPECT_EQ(SERVE_MAX_REQUESTS, ok);
-	EXPECT_EQ(SERVE_BUSY, serve_slots__admit(self->s,
-						 connect_n(_metadata, self->s, "uid 3000", 1), false));
+	EXPECT_EQ(SERVE_MAX_REQUESTS - SERVE_RESERVED_REQUESTS, ok);
+	p = connect_n(_metadata, self->s, "uid 0", 1);
+	EXPECT_EQ(SERVE_RESERVED_REQUESTS, admit_as(self->s, p, SERVE_PEER_CONNS, false, true));
+	EXPECT_EQ(SERVE_BUSY, serve_slots__admit(self->s, p, false, true));
 	EXPECT_NE(NULL, serve_slots__why(SERVE_BUSY));
 }
 
@@ -130,7 +169,7 @@ TEST_F(sl, slot_reused_clean)
 {
 	struct serve_peer *a = connect_n(_metadata, self->s, "uid 1001", 1), *b;
 
-	ASSERT_EQ(SERVE_OK, serve_slots__admit(self->s, a, false));
+	ASSERT_EQ(SERVE_OK, serve_slots__admit(self->s, a, false, false));
 	serve_slots__finish(self->s, a, false);
 	serve_slots__disconnect(self->s, a, false);
 	EXPECT_EQ(0u, self->s->threads);

@@ -692,10 +692,10 @@ static void handle(struct conn *c, const struct kpp_http_req *r)
 
 /*
  * admit - a slot for @r: a delta (a profile with seconds=) one of
- * SERVE_MAX_DELTAS, at most SERVE_PEER_DELTAS of them its client's; any
- * other request one of SERVE_MAX_REQUESTS, at most SERVE_PEER_REQUESTS of
- * them its client's.  Apart, so deltas waiting out their windows never
- * take a scrape's slot.  0, or the 503 message (counted).
+ * SERVE_MAX_DELTAS, any other request one of SERVE_MAX_REQUESTS, each
+ * with a per-client share and a reserve for the clients that see every
+ * process by right (serve_slots.h).  Apart, so deltas waiting out their
+ * windows never take a scrape's slot.  0, or the 503 message (counted).
  */
 static const char *admit(struct conn *c, const struct kpp_http_req *r, bool *delta)
 {
@@ -705,7 +705,9 @@ static const char *admit(struct conn *c, const struct kpp_http_req *r, bool *del
 
 	*delta = profile_index(r->path) >= 0 && kpp_http__query(r->query, "seconds", val, sizeof(val));
 	pthread_mutex_lock(&srv->count_lock);
-	why = serve_slots__admit(&srv->slots, c->slot, *delta);
+	/* root or CAP_PERFMON locally, a verified certificate: not --insecure-remote */
+	why = serve_slots__admit(&srv->slots, c->slot, *delta,
+				 c->peer.all && c->peer.kind != KPP_PEER_REMOTE);
 	pthread_mutex_unlock(&srv->count_lock);
 	switch (why) {
 	case SERVE_OK:

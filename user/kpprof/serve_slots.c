@@ -63,23 +63,22 @@ void serve_slots__disconnect(struct serve_slots *s, struct serve_peer *peer, boo
 	s->handshakes -= handshaking;
 }
 
-enum serve_refusal serve_slots__admit(struct serve_slots *s, struct serve_peer *peer, bool delta)
+enum serve_refusal serve_slots__admit(struct serve_slots *s, struct serve_peer *peer, bool delta,
+				      bool privileged)
 {
-	if (delta) {
-		if (s->deltas >= SERVE_MAX_DELTAS)
-			return SERVE_NO_DELTA;
-		if (peer->deltas >= SERVE_PEER_DELTAS)
-			return SERVE_PEER_NO_DELTA;
-		s->deltas++;
-		peer->deltas++;
-		return SERVE_OK;
-	}
-	if (s->requests >= SERVE_MAX_REQUESTS)
-		return SERVE_BUSY;
-	if (peer->requests >= SERVE_PEER_REQUESTS)
-		return SERVE_PEER_BUSY;
-	s->requests++;
-	peer->requests++;
+	unsigned int *all = delta ? &s->deltas : &s->requests;
+	unsigned int *mine = delta ? &peer->deltas : &peer->requests;
+	unsigned int max = delta ? SERVE_MAX_DELTAS : SERVE_MAX_REQUESTS;
+
+	if (!privileged)
+		max -= delta ? SERVE_RESERVED_DELTAS : SERVE_RESERVED_REQUESTS;
+	/* its own share first: a client over it is told so, and counted so */
+	if (!privileged && *mine >= (delta ? SERVE_PEER_DELTAS : SERVE_PEER_REQUESTS))
+		return delta ? SERVE_PEER_NO_DELTA : SERVE_PEER_BUSY;
+	if (*all >= max)
+		return delta ? SERVE_NO_DELTA : SERVE_BUSY;
+	(*all)++;
+	(*mine)++;
 	return SERVE_OK;
 }
 

@@ -22,16 +22,22 @@
 /* Connections of one client at once (reading included); more are closed. */
 #define SERVE_PEER_CONNS	12
 /*
- * Plain requests (no ?seconds=) in progress at once, and per client; more
- * are answered 503.  A request holds its slot until its reply is taken (a
- * slow reader: up to KPP_HTTP_WRITE_MS) or a settle ends (5 s), so without
- * the per-client share two clients took all 16.
+ * Plain requests (no ?seconds=) in progress at once; more are answered
+ * 503.  A request holds its slot until its reply is taken (a slow reader:
+ * up to KPP_HTTP_WRITE_MS) or a settle ends (5 s).  A client that sees
+ * every process by right (root or CAP_PERFMON locally, a verified
+ * certificate: the scrapers, one uid for all of them) may take them all;
+ * any other client at most SERVE_PEER_REQUESTS, and all such clients
+ * together all but SERVE_RESERVED_REQUESTS, which stay for the first kind
+ * (two uids with slow readers took all 16 from everyone).
  */
 #define SERVE_MAX_REQUESTS	16
 #define SERVE_PEER_REQUESTS	4
-/* Delta requests waiting out their window at once, and per client; more get 503. */
+#define SERVE_RESERVED_REQUESTS	4
+/* The same for delta requests waiting out their window. */
 #define SERVE_MAX_DELTAS	8
 #define SERVE_PEER_DELTAS	4
+#define SERVE_RESERVED_DELTAS	2
 
 /* One client's connections and requests in progress. */
 struct serve_peer {
@@ -66,8 +72,12 @@ enum serve_refusal serve_slots__connect(struct serve_slots *s, const char *key, 
 					struct serve_peer **peer);
 void serve_slots__handshake_done(struct serve_slots *s);
 void serve_slots__disconnect(struct serve_slots *s, struct serve_peer *peer, bool handshaking);
-/* serve_slots__admit - a request of @peer's (@delta: one with ?seconds=). */
-enum serve_refusal serve_slots__admit(struct serve_slots *s, struct serve_peer *peer, bool delta);
+/*
+ * serve_slots__admit - a request of @peer's (@delta: one with ?seconds=);
+ * @privileged: the client sees every process by right (see above).
+ */
+enum serve_refusal serve_slots__admit(struct serve_slots *s, struct serve_peer *peer, bool delta,
+				      bool privileged);
 void serve_slots__finish(struct serve_slots *s, struct serve_peer *peer, bool delta);
 /* The 503 message of a refused request, NULL for the others. */
 const char *serve_slots__why(enum serve_refusal r);
