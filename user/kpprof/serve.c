@@ -41,12 +41,13 @@
  * once (per uid locally, per address remotely), more are closed at once;
  * connections on a tls: listener still in their handshake take at most
  * SERVE_MAX_HANDSHAKES of the SERVE_MAX_THREADS threads, more are closed;
- * deltas and plain requests have separate slots (SERVE_MAX_DELTAS, of which
- * SERVE_PEER_DELTAS per client, and SERVE_MAX_REQUESTS, of which
- * SERVE_PEER_REQUESTS per client: serve_slots.h), so waiting deltas never
- * starve scrapes, nor one client's requests (a slow reader holds its slot
- * until its reply is taken) another's; a delta whose client hung up ends
- * at once.  Every refusal is counted (the index page, every profile's
+ * deltas and plain requests have separate slots (SERVE_MAX_DELTAS and
+ * SERVE_MAX_REQUESTS), so waiting deltas never starve scrapes; a client
+ * that does not see every process by right takes a share of each, and
+ * all such clients together leave a reserve for those that do
+ * (serve_slots.h), since a request holds its slot while it waits (a slow
+ * reader until its reply is taken); a delta whose client hung up ends at
+ * once.  Every refusal is counted (the index page, every profile's
  * comment).
  */
 #include <arpa/inet.h>

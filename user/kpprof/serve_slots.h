@@ -41,7 +41,7 @@
 
 /* One client's connections and requests in progress. */
 struct serve_peer {
-	char key[64];		/* kpp_peer.key: the uid locally, the address or certificate remotely */
+	char key[64];		/* kpp_peer.key: the uid locally, the address remotely (verified or not) */
 	unsigned int conns, requests, deltas;
 };
 
@@ -65,8 +65,9 @@ enum serve_refusal {
 /*
  * serve_slots__connect - a thread for a connection of client @key (on a
  * tls: listener if @tls: one of the handshakes too); *@peer its client's
- * slot.  serve_slots__disconnect gives back what connect and, if it was
- * admitted, what admit took (@handshaking: its handshake still counted).
+ * slot.  serve_slots__disconnect gives back what connect took
+ * (@handshaking: its handshake still counted); serve_slots__finish, before
+ * it, what serve_slots__admit took.
  */
 enum serve_refusal serve_slots__connect(struct serve_slots *s, const char *key, bool tls,
 					struct serve_peer **peer);
