@@ -8,8 +8,11 @@
  * second frame at the altstack's top, over the first handler's frames
  * (SIGSEGV, 3 of 3 runs at rate 1, before the fix).  The second handler
  * scribbles 6000 bytes of its frame; the first checks a canary.
+ * With "raw" the altstack is set with a raw sigaltstack system call, as
+ * Go's runtime sets its threads', which the shim's sigaltstack() wrapper
+ * never sees (SIGSEGV 3 of 3 before the shim asked the kernel).
  *
- *   altstack_nest SECONDS
+ *   altstack_nest SECONDS [raw]
  *
  * Prints "altstack_nest H1 first handlers, H2 second (N inside a first),
  * S canaries smashed"; exit 1 if S > 0.
@@ -19,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 static volatile int stop, in1;
 static volatile unsigned long n1, n2, nested, smashed;
@@ -67,6 +72,7 @@ static void *sender(void *arg)
 int main(int argc, char **argv)
 {
 	long secs = argc > 1 ? atol(argv[1]) : 2;
+	int raw = argc > 2 && !strcmp(argv[2], "raw");
 	stack_t ss = { .ss_sp = malloc(1 << 16), .ss_size = 1 << 16 };
 	struct sigaction sa = { .sa_flags = SA_ONSTACK };
 	struct timespec t0, t;
@@ -74,7 +80,8 @@ int main(int argc, char **argv)
 
 	sigemptyset(&sa.sa_mask);
 	sa.sa_handler = first;
-	if (!ss.ss_sp || sigaltstack(&ss, NULL) || sigaction(SIGUSR1, &sa, NULL))
+	if (!ss.ss_sp || (raw ? syscall(SYS_sigaltstack, &ss, NULL) : sigaltstack(&ss, NULL)) ||
+	    sigaction(SIGUSR1, &sa, NULL))
 		return 2;
 	sa.sa_handler = second;
 	if (sigaction(SIGUSR2, &sa, NULL))

@@ -105,6 +105,18 @@ for lib in "$@"; do
 			tap_fail "$b $unwind: coroutine stack" "with $co bytes, without $plain_co (at most +$STACK_EXTRA_MAX)"
 	done
 
+	# Off its thread's own stack a sample asks the kernel whether it is on
+	# the altstack (a raw call may have set it: user/shim/altstack.c), once
+	# per 64 KiB region, not at each sample (a system call: 1.7 us against
+	# 0.3 a sample at rate 1).  costack samples 20 times or more on one
+	# 16 KiB stack: it must have asked (the path is live), and at most twice.
+	q=$(KPPROF_DEBUG=1 shimmed "$lib" dwarf "$d/stack_checks" costack 2>&1 >/dev/null |
+		sed -n 's/.*sigaltstack questions \([0-9]*\).*/\1/p')
+	n=$("$d/shim_reader" --decode "$tmp/sink" 2>/dev/null | grep -c ALLOC)
+	[ -n "$q" ] && [ "$q" -ge 1 ] && [ "$q" -le 2 ] && [ "$n" -ge 20 ] &&
+		tap_ok "$b: samples on a coroutine stack asked the kernel about the altstack $q times for $n samples" ||
+		tap_fail "$b: sigaltstack questions on a coroutine stack" "asked ${q:-?} times (1 or 2 expected) for $n samples"
+
 	out=$(shimmed "$lib" dwarf "$d/stack_checks" fds)
 	[ -s "$tmp/sink" ] && grep -q '^fds same' <<<"$out" &&
 		tap_ok "$b: no descriptor appears once the process sampled ($out)" ||

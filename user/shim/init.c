@@ -530,6 +530,7 @@ static void kpp_init(void)
 		errno = saved;
 		return;
 	}
+	kpp_altstack_init();
 	s = kpp_getenv("KPPROF_DEBUG");
 	kpp.debug = s && *s == '1';
 	s = kpp_getenv("KPPROF_UNWIND");
@@ -641,7 +642,8 @@ static void kpp_fini(void)
 		  (unsigned long long)kpp.seccomp_unwaited,
 		  (unsigned long long)kpp.test_given_up);
 	skipped = kpp_stackpool_skipped(&alt);
-	kpp_debug("samples skipped (no private stack) %llu, (on a sigaltstack) %llu, signal handlers not wrapped %llu",
+	kpp_debug("samples skipped (no private stack) %llu, (on a sigaltstack) %llu, signal handlers not wrapped %llu, sigaltstack questions %llu",
 		  (unsigned long long)skipped, (unsigned long long)alt,
-		  (unsigned long long)kpp.sig_unwrapped);
+		  (unsigned long long)kpp.sig_unwrapped,
+		  (unsigned long long)kpp_altstack_questions());
 }

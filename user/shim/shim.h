@@ -162,6 +162,8 @@ static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
 /* a record's write, a handler's inside it, and two more levels of those */
 #define KPP_RING_NEST	4
 
+#define KPP_NOT_ALT	4
+
 struct kpp_thread {
 	uint64_t countdown;
 	uint32_t poll_only;
@@ -183,6 +185,10 @@ struct kpp_thread {
 	uint32_t stack_slot;		/* private stack in use + 1, 0: none */
 	uintptr_t switch_sp;		/* the program's stack below what switch.S saved */
 	uintptr_t alt_lo, alt_hi;	/* sigaltstack() armed without SS_AUTODISARM */
+	/* 64 KiB regions off the thread's stack the kernel said are not the
+	 * altstack (altstack.c), region number + 1 */
+	uintptr_t not_alt[KPP_NOT_ALT];
+	uint32_t not_alt_next;
 	uint32_t orphan_slot;		/* private stack of an abandoned sample + 1 */
 	uint32_t growing;		/* sampled_set.c's grow locks held (HOLDS_*) */
 	int map_buf;			/* maps.c record buffer held + 1, 0: none */
@@ -224,6 +230,7 @@ struct kpp_global {
 	int64_t env_block_rate;
 	int64_t env_mutex_fraction;
 	uintptr_t self_lo, self_hi;	/* the shim's own text, skipped in stacks */
+	uintptr_t main_tp;		/* the main thread's thread pointer (altstack.c) */
 	_Atomic int ready;		/* 1 once init finished: sampling allowed */
 	_Atomic uint32_t unloads;	/* dlclose calls: unwind rules go stale */
 	_Atomic int stopped;		/* KPP_STOP_*: nothing more is emitted */
@@ -476,6 +483,24 @@ static inline bool kpp_on_altstack(const struct kpp_thread *t)
  */
 int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int max,
 		     struct kpp_objs *objs) KPP_HIDDEN;
+/*
+ * kpp_altstack_ask - true if the stack pointer @sp, off the altstack
+ * sigaltstack() set, is on one the kernel knows (a raw call set it), or
+ * that cannot be told: skip the sample.  A system call unless @sp is on
+ * the thread's own stack (altstack.c).
+ */
+bool kpp_altstack_ask(struct kpp_thread *t, uintptr_t sp) KPP_HIDDEN;
+void kpp_altstack_init(void) KPP_HIDDEN;
+#ifndef SS_AUTODISARM
+#define SS_AUTODISARM	(1U << 31)	/* linux/signal.h, since 4.7 */
+#endif
+/*
+ * kpp_altstack_remember - @ss is this thread's altstack now (sigaltstack()
+ * set it, or the kernel said so); disarmed, or SS_AUTODISARM (the kernel
+ * disarms it while a handler runs there): none to stay on.
+ */
+void kpp_altstack_remember(struct kpp_thread *t, const stack_t *ss) KPP_HIDDEN;
+uint64_t kpp_altstack_questions(void) KPP_HIDDEN;
 /* samples skipped: no private stack (returned), on a sigaltstack (*@altstack) */
 uint64_t kpp_stackpool_skipped(uint64_t *altstack) KPP_HIDDEN;
 

@@ -42,10 +42,6 @@
 #include <stdatomic.h>
 #include "shim.h"
 
-#ifndef SS_AUTODISARM
-#define SS_AUTODISARM	(1U << 31)	/* linux/signal.h, since 4.7 */
-#endif
-
 #define KPP_SIG_STUBS	256		/* as sigstubs.S */
 #define KPP_SIG_STUB_SIZE 16
 
@@ -259,18 +255,7 @@ KPP_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
 		return -1;
 	}
 	rc = next(ss, old);
-	if (!rc && ss) {
-		if (ss->ss_flags & (SS_DISABLE | SS_AUTODISARM)) {
-			t->alt_hi = 0;
-			t->alt_lo = 0;
-		} else {
-			/* a handler of this thread never sees half old, half new */
-			t->alt_hi = 0;
-			atomic_signal_fence(memory_order_seq_cst);
-			t->alt_lo = (uintptr_t)ss->ss_sp;
-			atomic_signal_fence(memory_order_seq_cst);
-			t->alt_hi = (uintptr_t)ss->ss_sp + ss->ss_size;
-		}
-	}
+	if (!rc && ss)
+		kpp_altstack_remember(t, ss);
 	return rc;
 }

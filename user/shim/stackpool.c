@@ -245,9 +245,11 @@ bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
 	 * In a handler on the thread's sigaltstack: off it, the kernel would
 	 * deliver the next SA_ONSTACK signal at the altstack's top, over this
 	 * handler's frames (it tells "on the altstack" by the stack pointer).
-	 * The sample is skipped, counted.
+	 * The sample is skipped, counted.  One set with a raw system call is
+	 * asked of the kernel, off the thread's own stack (altstack.c).
 	 */
-	if (unlikely(t->alt_hi) && kpp_on_altstack(t)) {
+	if ((unlikely(t->alt_hi) && kpp_on_altstack(t)) ||
+	    kpp_altstack_ask(t, (uintptr_t)__builtin_frame_address(0))) {
 		atomic_fetch_add_explicit(&on_altstack, 1, memory_order_relaxed);
 		return false;
 	}
