@@ -45,6 +45,22 @@ struct kpp_peer {
 void kpp_peer__identify(int fd, bool remote_all, struct kpp_peer *p);
 
 /*
+ * kpp_peer__privileged - @p sees every process by right: root or
+ * CAP_PERFMON locally, a verified certificate; not a client of
+ * --insecure-remote, which sees them only because the operator said so.
+ */
+static inline bool kpp_peer__privileged(const struct kpp_peer *p)
+{
+	return p->all && p->kind != KPP_PEER_REMOTE;
+}
+
+/* kpp_peer__user - @p is a local user the kernel names, without the privilege. */
+static inline bool kpp_peer__user(const struct kpp_peer *p)
+{
+	return (p->kind == KPP_PEER_UNIX || p->kind == KPP_PEER_LOOPBACK) && p->known && !p->all;
+}
+
+/*
  * kpp_peer__tls_verified - @p presented a client certificate that
  * verified: it sees every process.  Its key (per-client limits) stays.
  */

@@ -694,8 +694,9 @@ static void handle(struct conn *c, const struct kpp_http_req *r)
 /*
  * admit - a slot for @r: a delta (a profile with seconds=) one of
  * SERVE_MAX_DELTAS, any other request one of SERVE_MAX_REQUESTS, each
- * with a per-client share and a reserve for the clients that see every
- * process by right (serve_slots.h).  Apart, so deltas waiting out their
+ * with a per-client share, a reserve for the clients that see every
+ * process by right, and one request of its own for a local user with
+ * none in progress (serve_slots.h).  Apart, so deltas waiting out their
  * windows never take a scrape's slot.  0, or the 503 message (counted).
  */
 static const char *admit(struct conn *c, const struct kpp_http_req *r, bool *delta)
@@ -706,9 +707,9 @@ static const char *admit(struct conn *c, const struct kpp_http_req *r, bool *del
 
 	*delta = profile_index(r->path) >= 0 && kpp_http__query(r->query, "seconds", val, sizeof(val));
 	pthread_mutex_lock(&srv->count_lock);
-	/* root or CAP_PERFMON locally, a verified certificate: not --insecure-remote */
 	why = serve_slots__admit(&srv->slots, c->slot, *delta,
-				 c->peer.all && c->peer.kind != KPP_PEER_REMOTE);
+				 kpp_peer__privileged(&c->peer) ? SERVE_CLIENT_PRIVILEGED :
+				 kpp_peer__user(&c->peer) ? SERVE_CLIENT_USER : SERVE_CLIENT_ADDRESS);
 	pthread_mutex_unlock(&srv->count_lock);
 	switch (why) {
 	case SERVE_OK:

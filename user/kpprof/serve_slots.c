@@ -27,6 +27,7 @@ static struct serve_peer *peer_of(struct serve_slots *s, const char *key)
 	if (free_slot) {
 		snprintf(free_slot->key, sizeof(free_slot->key), "%s", key);
 		free_slot->requests = free_slot->deltas = 0;
+		free_slot->own_requests = free_slot->own_deltas = 0;
 	}
 	return free_slot;
 }
@@ -64,8 +65,9 @@ void serve_slots__disconnect(struct serve_slots *s, struct serve_peer *peer, boo
 }
 
 enum serve_refusal serve_slots__admit(struct serve_slots *s, struct serve_peer *peer, bool delta,
-				      bool privileged)
+				      enum serve_client kind)
 {
+	bool privileged = kind == SERVE_CLIENT_PRIVILEGED;
 	unsigned int *all = delta ? &s->deltas : &s->requests;
 	unsigned int *mine = delta ? &peer->deltas : &peer->requests;
 	unsigned int max = delta ? SERVE_MAX_DELTAS : SERVE_MAX_REQUESTS;
@@ -75,8 +77,14 @@ enum serve_refusal serve_slots__admit(struct serve_slots *s, struct serve_peer *
 	/* its own share first: a client over it is told so, and counted so */
 	if (!privileged && *mine >= (delta ? SERVE_PEER_DELTAS : SERVE_PEER_REQUESTS))
 		return delta ? SERVE_PEER_NO_DELTA : SERVE_PEER_BUSY;
-	if (*all >= max)
-		return delta ? SERVE_NO_DELTA : SERVE_BUSY;
+	if (*all >= max) {
+		/* a user's one, whoever holds the rest */
+		if (kind != SERVE_CLIENT_USER || *mine)
+			return delta ? SERVE_NO_DELTA : SERVE_BUSY;
+		(*(delta ? &peer->own_deltas : &peer->own_requests))++;
+		(*mine)++;
+		return SERVE_OK;
+	}
 	(*all)++;
 	(*mine)++;
 	return SERVE_OK;
@@ -84,13 +92,14 @@ enum serve_refusal serve_slots__admit(struct serve_slots *s, struct serve_peer *
 
 void serve_slots__finish(struct serve_slots *s, struct serve_peer *peer, bool delta)
 {
-	if (delta) {
-		s->deltas--;
-		peer->deltas--;
-	} else {
-		s->requests--;
-		peer->requests--;
-	}
+	unsigned int *own = delta ? &peer->own_deltas : &peer->own_requests;
+
+	(*(delta ? &peer->deltas : &peer->requests))--;
+	/* which of its requests ended does not matter: they are counted alike */
+	if (*own)
+		(*own)--;
+	else
+		(*(delta ? &s->deltas : &s->requests))--;
 }
 
 const char *serve_slots__why(enum serve_refusal r)

@@ -29,7 +29,14 @@
  * certificate: the scrapers, one uid for all of them) may take them all;
  * any other client at most SERVE_PEER_REQUESTS, and all such clients
  * together all but SERVE_RESERVED_REQUESTS, which stay for the first kind
- * (two uids with slow readers took all 16 from everyone).
+ * (two uids with slow readers took all 16 from everyone).  And a local
+ * user with none in progress always gets one, beyond the total if need
+ * be: however many other uids hold theirs (four with slow readers took
+ * every unprivileged slot, review helper-22), each user is served one at
+ * a time.  Such requests are bounded by the users connected (a uid is the
+ * kernel's word, one per account), not by SERVE_MAX_*; a client known by
+ * its address alone (--insecure-remote: any local user may bind another)
+ * gets no such request.
  */
 #define SERVE_MAX_REQUESTS	16
 #define SERVE_PEER_REQUESTS	4
@@ -43,6 +50,15 @@
 struct serve_peer {
 	char key[64];		/* kpp_peer.key: the uid locally, the address remotely (verified or not) */
 	unsigned int conns, requests, deltas;
+	/* of those, admitted beyond the total (a user's one): not in serve_slots' */
+	unsigned int own_requests, own_deltas;
+};
+
+/* What a client is to the limits (kpp_peer__privileged, kpp_peer__user). */
+enum serve_client {
+	SERVE_CLIENT_ADDRESS,		/* known by its address only: --insecure-remote */
+	SERVE_CLIENT_USER,		/* a local uid without the privilege */
+	SERVE_CLIENT_PRIVILEGED,	/* sees every process by right */
 };
 
 struct serve_slots {
@@ -73,12 +89,9 @@ enum serve_refusal serve_slots__connect(struct serve_slots *s, const char *key, 
 					struct serve_peer **peer);
 void serve_slots__handshake_done(struct serve_slots *s);
 void serve_slots__disconnect(struct serve_slots *s, struct serve_peer *peer, bool handshaking);
-/*
- * serve_slots__admit - a request of @peer's (@delta: one with ?seconds=);
- * @privileged: the client sees every process by right (see above).
- */
+/* serve_slots__admit - a request of @peer's (@delta: one with ?seconds=). */
 enum serve_refusal serve_slots__admit(struct serve_slots *s, struct serve_peer *peer, bool delta,
-				      bool privileged);
+				      enum serve_client kind);
 void serve_slots__finish(struct serve_slots *s, struct serve_peer *peer, bool delta);
 /* The 503 message of a refused request, NULL for the others. */
 const char *serve_slots__why(enum serve_refusal r);
