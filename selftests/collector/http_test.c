@@ -350,4 +350,25 @@ TEST(reply_deadline_whole)
 	kpp_http_write_ms = KPP_HTTP_WRITE_MS;
 }
 
+/* A refusal for want of a slot says when to come back, and pprof prints its text. */
+TEST(busy_says_retry_after)
+{
+	struct kpp_http_req r = { .method = "GET" };
+	char buf[1024];
+	ssize_t n;
+	int sv[2];
+
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	kpp_http__busy(&(struct kpp_http_conn){ .fd = sv[0] }, &r, "too many requests at once (16); retry later");
+	close(sv[0]);
+	n = read(sv[1], buf, sizeof(buf) - 1);
+	ASSERT_LT(0, n);
+	buf[n] = '\0';
+	EXPECT_EQ(0, strncmp(buf, "HTTP/1.0 503 Service Unavailable\r\n", 34)) TH_LOG("%s", buf);
+	EXPECT_NE(NULL, strstr(buf, "\r\nRetry-After: 1\r\n")) TH_LOG("%s", buf);
+	EXPECT_NE(NULL, strstr(buf, "\r\nX-Go-Pprof: 1\r\n")) TH_LOG("%s", buf);
+	EXPECT_NE(NULL, strstr(buf, "\r\n\r\ntoo many requests at once (16); retry later\n")) TH_LOG("%s", buf);
+	close(sv[1]);
+}
+
 TEST_HARNESS_MAIN

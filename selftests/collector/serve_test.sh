@@ -147,13 +147,13 @@ fi
 wait $slow
 # Bounded: deltas have their own slots, at most 4 of them one client's
 # (one that is not root: root's scrapers have no share of their own); the
-# rest are answered 503 with a message, or closed at once beyond the 12
+# rest are answered 503 with a message and Retry-After, or closed at once beyond the 12
 # connections a client may have open (20 s windows, so all 24 are in
 # flight together even on a slow machine).
 cpids=()
 for i in $(seq 24); do
-	# nobody cannot write in $out: the body and then the code on our stdout
-	runuser -u nobody -- curl -s -o - -w '\n%{http_code}\n' "${url}mutex?seconds=20" \
+	# nobody cannot write in $out: headers, body, then the code on our stdout
+	runuser -u nobody -- curl -s -D - -o - -w '\n%{http_code}\n' "${url}mutex?seconds=20" \
 		>"$out/b$i.txt" &
 	cpids+=($!)
 done
@@ -164,8 +164,8 @@ done
 n503=$(cat "$out"/code* | grep -c 503) n200=$(cat "$out"/code* | grep -c 200)
 n000=$(cat "$out"/code* | grep -c 000)
 if [ "$n503" -ge 1 ] && [ "$n200" -ge 1 ] && [ "$n200" -le 4 ] && [ $((n503 + n200 + n000)) = 24 ] &&
-   grep -qs 'too many' "$out"/b*.txt; then
-	tap_ok "24 deltas at once: $n200 served, $n503 answered 503, $n000 closed"
+   grep -qs 'too many' "$out"/b*.txt && grep -qs $'^Retry-After: 1\r$' "$out"/b*.txt; then
+	tap_ok "24 deltas at once: $n200 served, $n503 answered 503 (Retry-After: 1), $n000 closed"
 else
 	tap_diag "$(cat "$out"/code* | sort | uniq -c)"
 	tap_fail "bound: $n200 x 200, $n503 x 503, $n000 closed"

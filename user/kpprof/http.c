@@ -328,11 +328,22 @@ void kpp_http__reply(struct kpp_http_conn *c, const struct kpp_http_req *r, int 
 		send_all(c, body, len, deadline);
 }
 
-void kpp_http__error(struct kpp_http_conn *c, const struct kpp_http_req *r, int code, const char *text)
+static void error_with(struct kpp_http_conn *c, const struct kpp_http_req *r, int code,
+		       const char *extra, const char *text)
 {
 	char msg[512];
 	int n = snprintf(msg, sizeof(msg), "%s\n", text);
 
-	kpp_http__reply(c, r, code, "text/plain; charset=utf-8", "X-Go-Pprof: 1\r\n", msg,
+	kpp_http__reply(c, r, code, "text/plain; charset=utf-8", extra, msg,
 			n < (int)sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+}
+
+void kpp_http__error(struct kpp_http_conn *c, const struct kpp_http_req *r, int code, const char *text)
+{
+	error_with(c, r, code, "X-Go-Pprof: 1\r\n", text);
+}
+
+void kpp_http__busy(struct kpp_http_conn *c, const struct kpp_http_req *r, const char *text)
+{
+	error_with(c, r, 503, "X-Go-Pprof: 1\r\nRetry-After: 1\r\n", text);
 }

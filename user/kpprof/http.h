@@ -84,5 +84,11 @@ void kpp_http__reply(struct kpp_http_conn *c, const struct kpp_http_req *r, int 
  * X-Go-Pprof: 1 header (pprof then prints the text), @text plus "\n".
  */
 void kpp_http__error(struct kpp_http_conn *c, const struct kpp_http_req *r, int code, const char *text);
+/*
+ * kpp_http__busy - 503 as kpp_http__error, with Retry-After: 1 (RFC 9110
+ * 10.2.3): a slot frees as soon as a request in progress ends, and a
+ * client told when to come back does not hammer the server meanwhile.
+ */
+void kpp_http__busy(struct kpp_http_conn *c, const struct kpp_http_req *r, const char *text);
 
 #endif

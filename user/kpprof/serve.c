@@ -786,7 +786,7 @@ static void *conn_thread(void *arg)
 				"remote clients are not served without TLS (see --listen tls: and --insecure-remote)" :
 				"cannot tell which user this connection is from");
 	} else if ((why = admit(c, &r, &delta))) {
-		kpp_http__error(&c->io, &r, 503, why);
+		kpp_http__busy(&c->io, &r, why);
 	} else {
 		admitted = true;
 		handle(c, &r);
