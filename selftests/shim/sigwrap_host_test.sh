@@ -22,8 +22,10 @@
 # SA_ONSTACK signal's frame over the handler's (altstack_nest.c: SIGSEGV
 # 3 of 3 before); also when the altstack was set with a raw system call,
 # which the sigaltstack() wrapper never sees (the shim asks the kernel:
-# user/shim/altstack.c; SIGSEGV 3 of 3 before).  Each run must see nested
-# handlers, or it proves nothing.
+# user/shim/altstack.c; SIGSEGV 3 of 3 before), one just below a small
+# thread stack and one on memory a coroutine sampled on before (review
+# helper-24: SIGSEGV 5 of 5 each with the first way of asking).  Each run
+# must see nested handlers, or it proves nothing.
 # usage: selftests/shim/sigwrap_host_test.sh [SHIM.so...]
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -71,11 +73,13 @@ for lib in "$@"; do
 	done
 	judge "$b, rate 1: nested SA_ONSTACK handlers on a sigaltstack" \
 		'([1-9][0-9]* inside a first), 0 canaries smashed'
-	for _ in 1 2 3; do
-		shim_run 30 "$lib" KPPROF_EXCLUDE_FILE="$tmp/none" "$d/altstack_nest" 2 raw
-		grep -q '([1-9][0-9]* inside a first)' "$tmp/out" && break
+	for mode in raw small reused; do
+		for _ in 1 2 3; do
+			shim_run 30 "$lib" KPPROF_EXCLUDE_FILE="$tmp/none" "$d/altstack_nest" 2 $mode
+			grep -q '([1-9][0-9]* inside a first)' "$tmp/out" && break
+		done
+		judge "$b, rate 1: nested SA_ONSTACK handlers on a sigaltstack set by a raw system call ($mode)" \
+			'([1-9][0-9]* inside a first), 0 canaries smashed'
 	done
-	judge "$b, rate 1: nested SA_ONSTACK handlers on a sigaltstack set by a raw system call" \
-		'([1-9][0-9]* inside a first), 0 canaries smashed'
 done
 tap_done

@@ -11,6 +11,9 @@
  *                  high-water mark (bytes ever written), the highest of 20
  *                  runs, after a first call on the main stack (so that no
  *                  run pays the lazy binding of malloc and free).
+ *   costacks N     malloc+free on N (at most 4) coroutine stacks, each in
+ *                  a 64 KiB region of its own, 20 times in turn; prints
+ *                  "costacks N".
  *   fds            lists /proc/self/fd (without allocating), samples (64 MiB of allocations,
  *                  contended locks), lists it again; prints "fds same" or
  *                  "fds before: ... after: ...".
@@ -143,6 +146,29 @@ static int costack(void)
 			worst = used;
 	}
 	printf("costack %zu\n", worst);
+	return 0;
+}
+
+/* @n coroutines, each on a stack in a 64 KiB region of its own, in turn. */
+static int costacks(volatile int n)
+{
+	char *stk[4];
+
+	if (n < 1 || n > 4)
+		return 2;
+	for (int i = 0; i < n; i++)
+		if (!(stk[i] = aligned_alloc(64 << 10, 64 << 10)))
+			return 2;
+	for (volatile int run = 0; run < 20; run++)
+		for (volatile int i = 0; i < n; i++) {
+			getcontext(&co_ctx);
+			co_ctx.uc_stack.ss_sp = stk[i];
+			co_ctx.uc_stack.ss_size = 64 << 10;
+			co_ctx.uc_link = &main_ctx;
+			makecontext(&co_ctx, co, 0);
+			swapcontext(&main_ctx, &co_ctx);
+		}
+	printf("costacks %d\n", n);
 	return 0;
 }
 
@@ -402,6 +428,8 @@ int main(int argc, char **argv)
 {
 	if (argc > 2 && !strcmp(argv[1], "altstack"))
 		return altstack(strtoul(argv[2], NULL, 0));
+	if (argc > 2 && !strcmp(argv[1], "costacks"))
+		return costacks(atoi(argv[2]));
 	if (argc > 1 && !strcmp(argv[1], "costack"))
 		return costack();
 	if (argc > 1 && !strcmp(argv[1], "fds"))

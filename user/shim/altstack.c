@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * altstack.c - is a sample about to leave the thread's sigaltstack?
+ * altstack.c - may a sample leave the stack it was taken on?
  *
  * A sample's body runs on a private stack (stackpool.c).  If the sample
  * was taken in a SA_ONSTACK handler running on the thread's sigaltstack,
@@ -12,103 +12,130 @@
  * An altstack set with sigaltstack() is known from the wrapper
  * (sigwrap.c: kpp_thread.alt_lo/alt_hi).  One set with a raw system call
  * (Go's runtime sets its threads' so; any code that calls the kernel
- * directly) is not, so a sample that is not on the stack its thread was
- * started with asks the kernel: one sigaltstack(NULL, &old) system call,
- * which says whether this stack pointer is on the armed altstack
- * (SS_ONSTACK) and where that is, remembered for the next samples.  A
- * sample on the thread's own stack never asks: that is nearly every
- * sample.  Nor does one in a 64 KiB region the kernel said is not the
- * altstack, the last KPP_NOT_ALT of them per thread (a coroutine's stack
- * asks once, not at each sample: 0.3 against 1.7 us a sample at rate 1
- * here), forgotten whenever the altstack is known to move.  A raw call
- * that later arms an altstack in such a region is not seen until the
- * region is forgotten (memory of a coroutine's stack reused for an
- * altstack).
+ * directly) is not, so the kernel is asked: one sigaltstack(NULL, &old)
+ * system call, which says whether this stack pointer is on the armed
+ * altstack (SS_ONSTACK) and where that is, remembered for the next
+ * samples.  Not asked (kpp_altstack_must_stay, inline):
  *
- * "The stack its thread was started with": glibc puts a thread's
- * descriptor, which the thread pointer (%fs) addresses, at the top of its
- * stack, the stack a caller gave pthread_attr_setstack() included; the
- * main thread's stack ends at __libc_stack_end.  Within KPP_HOME_STACK
- * below either counts as that stack.  A deeper stack pointer asks, which
- * costs a system call and is still right.  Not seen: an altstack placed
- * inside the thread's own stack (a local array) and set with a raw call.
+ *  - a sample on the stack its thread was started with, outside a
+ *    handler the shim wrapped: nearly every sample.  glibc puts a
+ *    thread's descriptor, which the thread pointer (%fs) addresses, at the
+ *    top of its stack (one given to pthread_attr_setstack() too): within
+ *    KPP_THREAD_STACK (8 MiB, glibc's default) below it; the main thread's
+ *    stack ends at __libc_stack_end, and mmap leaves KPP_MAIN_STACK (128
+ *    MiB) below it free.  A thread with a smaller stack may have an
+ *    altstack mapped within that window, just below its stack: only a
+ *    handler can run there, and in a wrapped one the window is not
+ *    trusted (below).  No system call for it: a thread's real bounds
+ *    (pthread_getattr_np) cost two, and a thread born under a raw seccomp
+ *    filter would die of them (torture.c's sandboxed children);
+ *  - a sample in a 64 KiB region the kernel said is not the altstack,
+ *    the last KPP_NOT_ALT of them per thread, outside a wrapped handler:
+ *    a coroutine's stack asks once, not at each sample (1.7 against 0.3
+ *    us a sample at rate 1 here).  Forgotten when the altstack is seen
+ *    to move (a region it now reaches into).
+ *
+ * In a handler the shim wrapped (sigwrap.c marks its frame) every sample
+ * off a remembered altstack asks: only a sample in a handler can be on an
+ * altstack, and what is known may be wrong there (an altstack just below
+ * a small thread stack; memory a coroutine used, armed since as an
+ * altstack with a raw call; an altstack in a local array of the thread's
+ * stack: review helper-24 F1, F2).  What stays unseen: a handler
+ * installed past the wrappers (a raw rt_sigaction, as Go's) running on an
+ * altstack set with a raw call within its thread's window, or on memory
+ * one of that thread's last KPP_NOT_ALT coroutine regions was.
  */
 #include <signal.h>
 #include "shim.h"
 #include "sys.h"
 
-/* glibc's default thread stack (RLIMIT_STACK's usual 8 MiB) */
-#define KPP_HOME_STACK	((uintptr_t)8 << 20)
 #define KPP_REGION_SHIFT	16
-
-extern void *__libc_stack_end;
 
 static _Atomic uint64_t questions;
 
-static uintptr_t thread_pointer(void)
+static uintptr_t region_lo(uintptr_t region)
 {
-	uintptr_t tp;
-
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	return tp;
+	return (region - 1) << KPP_REGION_SHIFT;
 }
 
-void kpp_altstack_init(void)
+static bool overlaps(uintptr_t region, uintptr_t lo, uintptr_t hi)
 {
-	kpp.main_tp = thread_pointer();
-}
-
-/* On the stack this thread was started with (see above)? */
-static bool on_own_stack(uintptr_t sp)
-{
-	uintptr_t tp = thread_pointer();
-	uintptr_t top = tp == kpp.main_tp ? (uintptr_t)__libc_stack_end : tp;
-
-	return top && top - sp < KPP_HOME_STACK;
+	return lo < region_lo(region) + ((uintptr_t)1 << KPP_REGION_SHIFT) &&
+	       hi > region_lo(region);
 }
 
 void kpp_altstack_remember(struct kpp_thread *t, const stack_t *ss)
 {
+	bool armed = !(ss->ss_flags & (SS_DISABLE | SS_AUTODISARM));
+	uintptr_t lo = armed ? (uintptr_t)ss->ss_sp : 0;
+	uintptr_t hi = armed ? lo + ss->ss_size : 0;
+
+	/* an answer a question got before this call is stale (ask) */
+	t->alt_gen++;
+	if (lo == t->alt_lo && hi == t->alt_hi)
+		return;
+	/* a region the altstack now reaches into is no longer "not it" */
 	for (unsigned int i = 0; i < KPP_NOT_ALT; i++)
-		t->not_alt[i] = 0;
+		if (t->not_alt[i] && overlaps(t->not_alt[i], lo, hi))
+			t->not_alt[i] = 0;
 	/* a handler of this thread never sees half old, half new */
 	t->alt_hi = 0;
 	atomic_signal_fence(memory_order_seq_cst);
-	if (ss->ss_flags & (SS_DISABLE | SS_AUTODISARM)) {
-		t->alt_lo = 0;
-		return;
-	}
-	t->alt_lo = (uintptr_t)ss->ss_sp;
+	t->alt_lo = lo;
 	atomic_signal_fence(memory_order_seq_cst);
-	t->alt_hi = (uintptr_t)ss->ss_sp + ss->ss_size;
+	t->alt_hi = hi;
 }
 
+/* In a handler the shim wrapped: below its frame (a longjmp out leaves it above). */
+static bool in_handler(const struct kpp_thread *t, uintptr_t sp)
+{
+	return t->sig_sp && sp < t->sig_sp;
+}
+
+__attribute__((noinline))
 bool kpp_altstack_ask(struct kpp_thread *t, uintptr_t sp)
 {
-	uintptr_t region = (sp >> KPP_REGION_SHIFT) + 1, lo, hi;
+	uintptr_t region = (sp >> KPP_REGION_SHIFT) + 1;
+	bool handler = in_handler(t, sp);
+	uint32_t gen;
 	stack_t old;
 
-	if (on_own_stack(sp))
-		return false;
-	for (unsigned int i = 0; i < KPP_NOT_ALT; i++)
-		if (t->not_alt[i] == region)
-			return false;
+	if (!handler) {
+		if (kpp_altstack_own(sp))
+			return false;	/* a stale handler mark: on its own stack */
+		for (unsigned int i = 0; i < KPP_NOT_ALT; i++)
+			if (t->not_alt[i] == region)
+				return false;
+	}
 	/* a filter the module's probe sees: the process stops sampling */
 	if (kpp_filtered(true))
 		return true;
 	atomic_fetch_add_explicit(&questions, 1, memory_order_relaxed);
+	gen = t->alt_gen;
+	atomic_signal_fence(memory_order_seq_cst);
 	if (KPP_SYS(SYS_sigaltstack, 0, &old, 0, 0, 0, 0))
 		return true;	/* cannot tell (a filter's errno): skip */
+	atomic_signal_fence(memory_order_seq_cst);
+	/* a handler's sigaltstack() in between: its answer, not this one */
+	if (t->alt_gen != gen)
+		return old.ss_flags & SS_ONSTACK;
 	kpp_altstack_remember(t, &old);
 	if (old.ss_flags & SS_ONSTACK)
 		return true;
 	/* this region, unless the armed altstack reaches into it */
-	lo = (region - 1) << KPP_REGION_SHIFT;
-	hi = lo + ((uintptr_t)1 << KPP_REGION_SHIFT);
-	if ((old.ss_flags & SS_DISABLE) || (uintptr_t)old.ss_sp >= hi ||
-	    (uintptr_t)old.ss_sp + old.ss_size <= lo)
+	if ((old.ss_flags & SS_DISABLE) ||
+	    !overlaps(region, (uintptr_t)old.ss_sp, (uintptr_t)old.ss_sp + old.ss_size)) {
+		for (unsigned int i = 0; i < KPP_NOT_ALT; i++)
+			if (t->not_alt[i] == region)
+				return false;
 		t->not_alt[t->not_alt_next++ % KPP_NOT_ALT] = region;
+	}
 	return false;
+}
+
+void kpp_altstack_init(void)
+{
+	__asm__("mov %%fs:0, %0" : "=r"(kpp.main_tp));
 }
 
 uint64_t kpp_altstack_questions(void)

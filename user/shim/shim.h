@@ -189,6 +189,8 @@ struct kpp_thread {
 	 * altstack (altstack.c), region number + 1 */
 	uintptr_t not_alt[KPP_NOT_ALT];
 	uint32_t not_alt_next;
+	uint32_t alt_gen;		/* sigaltstack() calls (altstack.c) */
+	uintptr_t sig_sp;		/* a wrapped handler's frame, 0: none (sigwrap.c) */
 	uint32_t orphan_slot;		/* private stack of an abandoned sample + 1 */
 	uint32_t growing;		/* sampled_set.c's grow locks held (HOLDS_*) */
 	int map_buf;			/* maps.c record buffer held + 1, 0: none */
@@ -486,10 +488,34 @@ int kpp_stack_cached(void *cache, uintptr_t caller_fp, __u64 *pcs, unsigned int 
 /*
  * kpp_altstack_ask - true if the stack pointer @sp, off the altstack
  * sigaltstack() set, is on one the kernel knows (a raw call set it), or
- * that cannot be told: skip the sample.  A system call unless @sp is on
- * the thread's own stack (altstack.c).
+ * that cannot be told: skip the sample.  A system call, but for a region
+ * the kernel already said is not the altstack (altstack.c).
  */
 bool kpp_altstack_ask(struct kpp_thread *t, uintptr_t sp) KPP_HIDDEN;
+/* kpp_altstack_own - is @sp on the stack its thread was started with (altstack.c)? */
+extern void *__libc_stack_end;
+#define KPP_MAIN_STACK	((uintptr_t)128 << 20)	/* mmap leaves it free */
+#define KPP_THREAD_STACK	((uintptr_t)8 << 20)	/* glibc's default */
+static inline bool kpp_altstack_own(uintptr_t sp)
+{
+	uintptr_t tp;
+
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	if (tp == kpp.main_tp)
+		return (uintptr_t)__libc_stack_end - sp < KPP_MAIN_STACK;
+	return tp - sp < KPP_THREAD_STACK;
+}
+/*
+ * kpp_altstack_must_stay - true: the sample at @sp must not leave its
+ * stack (skip it).  Nearly every sample is on its thread's own stack,
+ * outside a handler: a few compares.
+ */
+static inline bool kpp_altstack_must_stay(struct kpp_thread *t, uintptr_t sp)
+{
+	if (likely(!t->sig_sp) && kpp_altstack_own(sp))
+		return false;
+	return kpp_altstack_ask(t, sp);
+}
 void kpp_altstack_init(void) KPP_HIDDEN;
 #ifndef SS_AUTODISARM
 #define SS_AUTODISARM	(1U << 31)	/* linux/signal.h, since 4.7 */

@@ -105,10 +105,22 @@ void kpp_sig_trampoline(int sig, siginfo_t *info, void *uc, unsigned int k)
 	if (unlikely(k >= KPP_SIG_STUBS ||
 		     !atomic_load_explicit(&handlers[k].fn, memory_order_acquire)))
 		return;		/* cannot happen: a stub is given out once published */
+	uintptr_t outer = t->sig_sp;
+
+	/*
+	 * In a handler (until it returns, or while the stack stays below
+	 * this frame after a longjmp out of it): its samples ask the kernel
+	 * whether they are on the altstack, whatever else is known
+	 * (altstack.c).
+	 */
+	t->sig_sp = (uintptr_t)__builtin_frame_address(0);
+	atomic_signal_fence(memory_order_seq_cst);
 	if (unlikely(kpp_stackpool_in_body(t)))
 		kpp_call_on(t->switch_sp, call_handler, (void *)(uintptr_t)k, sig, info, uc);
 	else
 		call_handler((void *)(uintptr_t)k, sig, info, uc);
+	atomic_signal_fence(memory_order_seq_cst);
+	t->sig_sp = outer;
 }
 
 /* The stub for @fn, published if new; NULL if the table is full. */

@@ -249,7 +249,7 @@ bool kpp_on_private_stack(struct kpp_thread *t, void (*fn)(void *, uintptr_t),
 	 * asked of the kernel, off the thread's own stack (altstack.c).
 	 */
 	if ((unlikely(t->alt_hi) && kpp_on_altstack(t)) ||
-	    kpp_altstack_ask(t, (uintptr_t)__builtin_frame_address(0))) {
+	    kpp_altstack_must_stay(t, (uintptr_t)__builtin_frame_address(0))) {
 		atomic_fetch_add_explicit(&on_altstack, 1, memory_order_relaxed);
 		return false;
 	}
