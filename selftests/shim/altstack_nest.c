@@ -16,13 +16,17 @@
  * mapped once it runs, lands just below its stack (within 8 MiB of its
  * top, taken for the stack itself); "reused", an altstack on memory a
  * coroutine sampled on before (a region remembered as not the altstack).
+ * "ljmp": "small", whose first handler first raises a signal whose
+ * handler siglongjmps back into it (review helper-25 M1: the nested
+ * handler's mark, left below the live one, hid it; SIGSEGV 5 of 5).
  *
- *   altstack_nest SECONDS [raw|small|reused]
+ *   altstack_nest SECONDS [raw|small|reused|ljmp]
  *
  * Prints "altstack_nest H1 first handlers, H2 second (N inside a first),
  * S canaries smashed"; exit 1 if S > 0.
  */
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -50,11 +54,23 @@ static void second(int sig)
 		nested++;
 }
 
+static int ljmp;
+static sigjmp_buf probe_env;
+
+/* "ljmp": a nested handler that siglongjmps back, as a memory probe's SIGSEGV guard does. */
+static void probe_fault(int sig)
+{
+	(void)sig;
+	siglongjmp(probe_env, 1);
+}
+
 static void first(int sig)
 {
 	volatile unsigned long canary = 0x1234567812345678UL;
 
 	(void)sig;
+	if (ljmp && !sigsetjmp(probe_env, 1))
+		raise(SIGURG);
 	in1 = 1;
 	for (int i = 0; i < 20000; i++) {
 		void *volatile p = malloc(32 + i);
@@ -141,7 +157,15 @@ int main(int argc, char **argv)
 	secs = argc > 1 ? atol(argv[1]) : 2;
 	if (!ss.ss_sp)
 		return 2;
-	if (!strcmp(mode, "small")) {
+	ljmp = !strcmp(mode, "ljmp");
+	if (ljmp) {
+		struct sigaction sa = { .sa_flags = SA_ONSTACK, .sa_handler = probe_fault };
+
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGURG, &sa, NULL))
+			return 2;
+	}
+	if (!strcmp(mode, "small") || ljmp) {
 		pthread_attr_t attr;
 		pthread_t th;
 

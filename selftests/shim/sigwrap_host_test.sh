@@ -24,7 +24,9 @@
 # which the sigaltstack() wrapper never sees (the shim asks the kernel:
 # user/shim/altstack.c; SIGSEGV 3 of 3 before), one just below a small
 # thread stack and one on memory a coroutine sampled on before (review
-# helper-24: SIGSEGV 5 of 5 each with the first way of asking).  Each run
+# helper-24: SIGSEGV 5 of 5 each with the first way of asking), and the
+# latter inside a handler after a nested one siglongjmp'd back into it
+# (helper-25 M1: SIGSEGV 5 of 5 with one handler mark).  Each run
 # must see nested handlers, or it proves nothing.
 # usage: selftests/shim/sigwrap_host_test.sh [SHIM.so...]
 set -u
@@ -73,7 +75,7 @@ for lib in "$@"; do
 	done
 	judge "$b, rate 1: nested SA_ONSTACK handlers on a sigaltstack" \
 		'([1-9][0-9]* inside a first), 0 canaries smashed'
-	for mode in raw small reused; do
+	for mode in raw small reused ljmp; do
 		for _ in 1 2 3; do
 			shim_run 30 "$lib" KPPROF_EXCLUDE_FILE="$tmp/none" "$d/altstack_nest" 2 $mode
 			grep -q '([1-9][0-9]* inside a first)' "$tmp/out" && break

@@ -43,7 +43,9 @@
  * stack: review helper-24 F1, F2).  What stays unseen: a handler
  * installed past the wrappers (a raw rt_sigaction, as Go's) running on an
  * altstack set with a raw call within its thread's window, or on memory
- * one of that thread's last KPP_NOT_ALT coroutine regions was.
+ * one of that thread's last KPP_NOT_ALT "not the altstack" regions was
+ * (a coroutine's; an SS_AUTODISARM altstack, reported disabled while a
+ * handler ran on it, re-armed without it since).
  */
 #include <signal.h>
 #include "shim.h"
@@ -86,10 +88,20 @@ void kpp_altstack_remember(struct kpp_thread *t, const stack_t *ss)
 	t->alt_hi = hi;
 }
 
-/* In a handler the shim wrapped: below its frame (a longjmp out leaves it above). */
+/*
+ * In a handler the shim wrapped: below the frame of one that runs (each
+ * live handler's frame is marked, on whatever stack it runs; a stale
+ * mark, left by a longjmp out, only adds questions).  Nested deeper than
+ * KPP_SIG_MARKS, the outer handlers' marks still cover their own stacks.
+ */
 static bool in_handler(const struct kpp_thread *t, uintptr_t sp)
 {
-	return t->sig_sp && sp < t->sig_sp;
+	uint32_t n = t->sig_depth < KPP_SIG_MARKS ? t->sig_depth : KPP_SIG_MARKS;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (sp < t->sig_marks[i])
+			return true;
+	return false;
 }
 
 __attribute__((noinline))

@@ -163,6 +163,7 @@ static inline void *kpp_next_cached(void *_Atomic *slot, const char *name,
 #define KPP_RING_NEST	4
 
 #define KPP_NOT_ALT	4
+#define KPP_SIG_MARKS	4
 
 struct kpp_thread {
 	uint64_t countdown;
@@ -190,7 +191,9 @@ struct kpp_thread {
 	uintptr_t not_alt[KPP_NOT_ALT];
 	uint32_t not_alt_next;
 	uint32_t alt_gen;		/* sigaltstack() calls (altstack.c) */
-	uintptr_t sig_sp;		/* a wrapped handler's frame, 0: none (sigwrap.c) */
+	/* the frames of the wrapped handlers running, outermost first (sigwrap.c) */
+	uintptr_t sig_marks[KPP_SIG_MARKS];
+	uint32_t sig_depth;
 	uint32_t orphan_slot;		/* private stack of an abandoned sample + 1 */
 	uint32_t growing;		/* sampled_set.c's grow locks held (HOLDS_*) */
 	int map_buf;			/* maps.c record buffer held + 1, 0: none */
@@ -512,7 +515,7 @@ static inline bool kpp_altstack_own(uintptr_t sp)
  */
 static inline bool kpp_altstack_must_stay(struct kpp_thread *t, uintptr_t sp)
 {
-	if (likely(!t->sig_sp) && kpp_altstack_own(sp))
+	if (likely(!t->sig_depth) && kpp_altstack_own(sp))
 		return false;
 	return kpp_altstack_ask(t, sp);
 }

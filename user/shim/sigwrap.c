@@ -105,22 +105,28 @@ void kpp_sig_trampoline(int sig, siginfo_t *info, void *uc, unsigned int k)
 	if (unlikely(k >= KPP_SIG_STUBS ||
 		     !atomic_load_explicit(&handlers[k].fn, memory_order_acquire)))
 		return;		/* cannot happen: a stub is given out once published */
-	uintptr_t outer = t->sig_sp;
+	uint32_t depth = t->sig_depth;
 
 	/*
-	 * In a handler (until it returns, or while the stack stays below
-	 * this frame after a longjmp out of it): its samples ask the kernel
-	 * whether they are on the altstack, whatever else is known
-	 * (altstack.c).
+	 * In a handler: its samples ask the kernel whether they are on the
+	 * altstack, whatever else is known (altstack.c).  Its frame is
+	 * marked; returning drops its mark and any a nested handler that
+	 * longjmp'd out of left above it.  A longjmp out of this one leaves
+	 * its mark: more questions, never fewer (review helper-25 M1: with a
+	 * single mark, a nested handler's stale one below a live outer
+	 * handler hid it).
 	 */
-	t->sig_sp = (uintptr_t)__builtin_frame_address(0);
+	if (depth < KPP_SIG_MARKS)
+		t->sig_marks[depth] = (uintptr_t)__builtin_frame_address(0);
+	atomic_signal_fence(memory_order_seq_cst);
+	t->sig_depth = depth + 1;
 	atomic_signal_fence(memory_order_seq_cst);
 	if (unlikely(kpp_stackpool_in_body(t)))
 		kpp_call_on(t->switch_sp, call_handler, (void *)(uintptr_t)k, sig, info, uc);
 	else
 		call_handler((void *)(uintptr_t)k, sig, info, uc);
 	atomic_signal_fence(memory_order_seq_cst);
-	t->sig_sp = outer;
+	t->sig_depth = depth;
 }
 
 /* The stub for @fn, published if new; NULL if the table is full. */
