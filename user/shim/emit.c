@@ -242,7 +242,9 @@ int kpp_emit(const void *rec, size_t size)
 		ret = ECANCELED;
 		goto out;
 	}
-	if (unlikely(atomic_load_explicit(&held_n, memory_order_relaxed)) && !t->flushing) {
+	/* Never from a lock's sample: the allocator's own lock may be held. */
+	if (unlikely(atomic_load_explicit(&held_n, memory_order_relaxed)) && !t->flushing &&
+	    !t->in_lock_sample) {
 		f.flushes = true;
 		flush_held(t);
 		f.flushes = false;
@@ -407,5 +409,13 @@ void kpp_emit_contention(struct kpp_thread *t, __u16 kind, const void *lock,
 		.t = t, .lock = lock, .delay_ns = delay_ns, .rate = rate, .kind = kind,
 	};
 
+	/*
+	 * The lock may be the allocator's (jemalloc's arenas and bins are
+	 * pthread mutexes): freeing a held block here called jemalloc's free
+	 * under the very mutex this thread holds, a self-deadlock (review
+	 * helper-23: bind9's named, varnish... link libjemalloc2).
+	 */
+	t->in_lock_sample = 1;	/* samples do not nest (the guard) */
 	kpp_on_private_stack(t, contention_body, &j);
+	t->in_lock_sample = 0;
 }

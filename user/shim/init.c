@@ -134,6 +134,7 @@ static void abandon(void *arg)
 	 * their emits are on the private stack, with no cleanup buffer */
 	kpp_pring_abandon(t, sf->outer_depth);
 	t->flushing = 0;
+	t->in_lock_sample = 0;
 	t->sampling = 0;
 	kpp_samplers_leave();
 	t->guard = 0;

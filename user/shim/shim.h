@@ -183,6 +183,13 @@ struct kpp_thread {
 	uint64_t heap_rate;
 	uint32_t emitting;
 	uint32_t flushing;		/* inside emit.c's flush_held() */
+	/*
+	 * Inside a lock wrapper's sample: the program may be inside its
+	 * allocator (jemalloc's arenas are pthread mutexes, held here), so
+	 * the shim calls no allocator function (no held block freed, no
+	 * pthread_getattr_np, which allocates).
+	 */
+	uint32_t in_lock_sample;
 	uint32_t stack_slot;		/* private stack in use + 1, 0: none */
 	uintptr_t switch_sp;		/* the program's stack below what switch.S saved */
 	uintptr_t alt_lo, alt_hi;	/* sigaltstack() armed without SS_AUTODISARM */

@@ -73,9 +73,11 @@ static void stack_bounds(struct kpp_thread *t, uintptr_t fp)
 	}
 	/*
 	 * Inside pthread_getattr_np this thread may hold the lock it takes
-	 * (getattr.c): no bounds, no stack, until a sample outside it.
+	 * (getattr.c), and in a lock's sample the allocator's lock, which
+	 * getattr's allocation would take again: no bounds, no stack, until
+	 * a sample outside them.
 	 */
-	if (t->in_getattr)
+	if (t->in_getattr || t->in_lock_sample)
 		return;
 	t->stack_known = 1;
 	if (kpp_real_getattr(pthread_self(), &attr))
