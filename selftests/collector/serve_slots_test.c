@@ -216,6 +216,45 @@ TEST_F(sl, a_user_with_none_in_progress_is_served_whoever_holds_the_rest)
 	EXPECT_EQ(SERVE_MAX_REQUESTS - 1, self->s->requests);
 }
 
+/*
+ * Requests beyond the totals are bounded in all: a uid is not one per
+ * account (subordinate uid ranges), and 128 uids with one delta each took
+ * every connection thread for 7 days (review helper-26 F1).
+ */
+TEST_F(sl, requests_beyond_the_totals_bounded)
+{
+	struct serve_peer *p;
+	char key[32];
+	int plain = 0, deltas = 0;
+
+	for (int i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "uid %d", 3001 + i);
+		p = connect_n(_metadata, self->s, key, SERVE_PEER_CONNS);
+		admit_n(self->s, p, SERVE_PEER_CONNS, false);
+		admit_n(self->s, p, SERVE_PEER_CONNS, true);
+	}
+	for (int i = 0; i < 80; i++) {
+		snprintf(key, sizeof(key), "uid %d", 200001 + i);
+		p = connect_n(_metadata, self->s, key, 1);
+		plain += admit_n(self->s, p, 1, false);
+		deltas += admit_n(self->s, p, 1, true);
+	}
+	EXPECT_EQ(SERVE_OWN_REQUESTS, plain);
+	EXPECT_EQ(SERVE_OWN_REQUESTS, self->s->own_requests);
+	/* the third holder's first delta was one of them (its share had no room) */
+	EXPECT_EQ(SERVE_OWN_DELTAS - 1, deltas);
+	EXPECT_EQ(SERVE_OWN_DELTAS, self->s->own_deltas);
+	EXPECT_EQ(SERVE_MAX_REQUESTS - SERVE_RESERVED_REQUESTS, self->s->requests);
+	EXPECT_EQ(SERVE_MAX_DELTAS - SERVE_RESERVED_DELTAS, self->s->deltas);
+	/* one ends: another user's may go in */
+	serve_slots__finish(self->s, &self->s->peers[3], false);
+	EXPECT_EQ(SERVE_OWN_REQUESTS - 1, self->s->own_requests);
+	p = connect_n(_metadata, self->s, "uid 300000", 1);
+	EXPECT_EQ(SERVE_OK, serve_slots__admit(self->s, p, false, USER));
+	EXPECT_EQ(SERVE_BUSY, serve_slots__admit(self->s, connect_n(_metadata, self->s, "uid 300001", 1),
+						   false, USER));
+}
+
 /* An address anyone may bind (--insecure-remote) gets no request of its own. */
 TEST_F(sl, an_address_gets_no_request_of_its_own)
 {

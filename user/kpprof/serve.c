@@ -6,7 +6,7 @@
  *   /debug/pprof/{heap,allocs,mutex,block}
  *       ?pid=N      one process (default: all; every sample has pid/comm labels)
  *       ?gc=1       end the cycle first, so the profile is up to date
- *       ?seconds=S  a delta profile over the next S seconds (1..3600)
+ *       ?seconds=S  a delta profile over the next S seconds (1..604800, 7 days)
  *       ?debug=1    Go's legacy text form instead of gzip'd protobuf
  *   /debug/pprof/symbol
  *       Go's symbol protocol: GET answers "num_symbols: 1"; POST (or GET

@@ -78,9 +78,13 @@ enum serve_refusal serve_slots__admit(struct serve_slots *s, struct serve_peer *
 	if (!privileged && *mine >= (delta ? SERVE_PEER_DELTAS : SERVE_PEER_REQUESTS))
 		return delta ? SERVE_PEER_NO_DELTA : SERVE_PEER_BUSY;
 	if (*all >= max) {
-		/* a user's one, whoever holds the rest */
-		if (kind != SERVE_CLIENT_USER || *mine)
+		unsigned int *own = delta ? &s->own_deltas : &s->own_requests;
+
+		/* a user's one, whoever holds the rest, while there are few */
+		if (kind != SERVE_CLIENT_USER || *mine ||
+		    *own >= (delta ? SERVE_OWN_DELTAS : SERVE_OWN_REQUESTS))
 			return delta ? SERVE_NO_DELTA : SERVE_BUSY;
+		(*own)++;
 		(*(delta ? &peer->own_deltas : &peer->own_requests))++;
 		(*mine)++;
 		return SERVE_OK;
@@ -96,10 +100,12 @@ void serve_slots__finish(struct serve_slots *s, struct serve_peer *peer, bool de
 
 	(*(delta ? &peer->deltas : &peer->requests))--;
 	/* which of its requests ended does not matter: they are counted alike */
-	if (*own)
+	if (*own) {
 		(*own)--;
-	else
+		(*(delta ? &s->own_deltas : &s->own_requests))--;
+	} else {
 		(*(delta ? &s->deltas : &s->requests))--;
+	}
 }
 
 const char *serve_slots__why(enum serve_refusal r)

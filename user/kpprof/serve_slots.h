@@ -30,21 +30,24 @@
  * any other client at most SERVE_PEER_REQUESTS, and all such clients
  * together all but SERVE_RESERVED_REQUESTS, which stay for the first kind
  * (two uids with slow readers took all 16 from everyone).  And a local
- * user with none in progress always gets one, beyond the total if need
- * be: however many other uids hold theirs (four with slow readers took
- * every unprivileged slot, review helper-22), each user is served one at
- * a time.  Such requests are bounded by the users connected (a uid is the
- * kernel's word, one per account), not by SERVE_MAX_*; a client known by
- * its address alone (--insecure-remote: any local user may bind another)
- * gets no such request.
+ * user with none in progress gets one beyond those totals while fewer
+ * than SERVE_OWN_REQUESTS such requests are in progress (3 uids with slow
+ * readers took every unprivileged slot, review helper-22): a few more
+ * users are served one at a time.  Bounded, as a uid is not one per
+ * account (subordinate uid ranges give one account thousands: review
+ * helper-26 F1, 128 uids took every connection thread for 7 days with
+ * no bound); a client known by its address alone (--insecure-remote: any
+ * local user may bind another) gets no such request.
  */
 #define SERVE_MAX_REQUESTS	16
 #define SERVE_PEER_REQUESTS	4
 #define SERVE_RESERVED_REQUESTS	4
+#define SERVE_OWN_REQUESTS	8
 /* The same for delta requests waiting out their window. */
 #define SERVE_MAX_DELTAS	8
 #define SERVE_PEER_DELTAS	4
 #define SERVE_RESERVED_DELTAS	2
+#define SERVE_OWN_DELTAS	4
 
 /* One client's connections and requests in progress. */
 struct serve_peer {
@@ -63,6 +66,7 @@ enum serve_client {
 
 struct serve_slots {
 	unsigned int threads, handshakes, requests, deltas;
+	unsigned int own_requests, own_deltas;	/* beyond those, of all users */
 	struct serve_peer peers[SERVE_MAX_THREADS];
 };
 
