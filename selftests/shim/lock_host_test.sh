@@ -60,6 +60,15 @@ for lib in "$@"; do
 	check "$b: pthread_mutex_clocklock timed: $(count BLOCK "$a") BLOCK, $(count MUTEX "$a") MUTEX records" \
 		"$(cat "$tmp/rc") == 0 && $(count BLOCK "$a") > 0 && $(count MUTEX "$a") > 0"
 
+	# The fp unwinder in threads that only contend (heap sampling off):
+	# a lock's sample may not learn the thread's bounds (it would allocate
+	# under what may be the allocator's lock), and then recorded no stack
+	# at all (review helper-27: 0 BLOCK, 0 MUTEX).
+	KPPROF_UNWIND=fp run "$lib" 60 clocklock 200
+	a=$(addr m)
+	check "$b fp: threads that only contend: $(count BLOCK "$a") BLOCK, $(count MUTEX "$a") MUTEX records" \
+		"$(cat "$tmp/rc") == 0 && $(count BLOCK "$a") > 0 && $(count MUTEX "$a") > 0"
+
 	run "$lib" 60 rwtimed 200
 	a=$(addr rw)
 	check "$b: timed and clock rwlocks timed: $(count BLOCK "$a") BLOCK records" \

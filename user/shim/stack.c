@@ -93,16 +93,29 @@ static void stack_bounds(struct kpp_thread *t, uintptr_t fp)
 static unsigned int stack_fp(struct kpp_thread *t, uintptr_t fp, __u64 *pcs,
 			     unsigned int max)
 {
-	uintptr_t hi;
+	uintptr_t lo, hi;
 	unsigned int n = 0, guard = 0;
 	bool leading = true;
 
 	if (!t->stack_known)
 		stack_bounds(t, fp);
-	/* On a signal stack or a coroutine's: no bounds to trust. */
-	if (fp < t->stack_lo || fp >= t->stack_hi)
-		return 0;
+	lo = t->stack_lo;
 	hi = t->stack_hi;
+	if (!t->stack_known) {
+		/*
+		 * Not learnt yet (inside pthread_getattr_np, or a lock's
+		 * sample, where it would allocate): glibc's thread descriptor,
+		 * at the thread pointer, tops the thread's stack, and all
+		 * between a frame of it and there is mapped (its static TLS,
+		 * then the descriptor).  This walk only; review helper-27: a
+		 * thread that only contended locks had no lock stack at all.
+		 */
+		__asm__("mov %%fs:0, %0" : "=r"(hi));
+		lo = hi - ((uintptr_t)8 << 20);
+	}
+	/* On a signal stack or a coroutine's: no bounds to trust. */
+	if (fp < lo || fp >= hi)
+		return 0;
 	while (n < max && guard++ < KPPROF_STACK_DEPTH_MAX + 64) {
 		const uintptr_t *frame = (const uintptr_t *)fp;
 		uintptr_t next, ret;
