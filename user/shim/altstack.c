@@ -35,7 +35,8 @@
  *    us a sample at rate 1 here).  Forgotten when the altstack is seen
  *    to move (a region it now reaches into).
  *
- * In a handler the shim wrapped (sigwrap.c marks its frame) every sample
+ * In a handler the shim wrapped (sigwrap.c marks the frame of each one
+ * running, the outermost KPP_SIG_MARKS) every sample
  * off a remembered altstack asks: only a sample in a handler can be on an
  * altstack, and what is known may be wrong there (an altstack just below
  * a small thread stack; memory a coroutine used, armed since as an
