@@ -148,7 +148,7 @@ bool kpp_altstack_ask(struct kpp_thread *t, uintptr_t sp)
 
 void kpp_altstack_init(void)
 {
-	__asm__("mov %%fs:0, %0" : "=r"(kpp.main_tp));
+	kpp.main_tp = kpp_thread_pointer();
 }
 
 uint64_t kpp_altstack_questions(void)

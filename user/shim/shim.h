@@ -506,11 +506,18 @@ bool kpp_altstack_ask(struct kpp_thread *t, uintptr_t sp) KPP_HIDDEN;
 extern void *__libc_stack_end;
 #define KPP_MAIN_STACK	((uintptr_t)128 << 20)	/* mmap leaves it free */
 #define KPP_THREAD_STACK	((uintptr_t)8 << 20)	/* glibc's default */
-static inline bool kpp_altstack_own(uintptr_t sp)
+/* kpp_thread_pointer - %fs:0, glibc's thread descriptor (the top of a thread's stack) */
+static inline uintptr_t kpp_thread_pointer(void)
 {
 	uintptr_t tp;
 
 	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return tp;
+}
+static inline bool kpp_altstack_own(uintptr_t sp)
+{
+	uintptr_t tp = kpp_thread_pointer();
+
 	if (tp == kpp.main_tp)
 		return (uintptr_t)__libc_stack_end - sp < KPP_MAIN_STACK;
 	return tp - sp < KPP_THREAD_STACK;

@@ -110,7 +110,7 @@ static unsigned int stack_fp(struct kpp_thread *t, uintptr_t fp, __u64 *pcs,
 		 * then the descriptor).  This walk only; review helper-27: a
 		 * thread that only contended locks had no lock stack at all.
 		 */
-		__asm__("mov %%fs:0, %0" : "=r"(hi));
+		hi = kpp_thread_pointer();
 		lo = hi - ((uintptr_t)8 << 20);
 	}
 	/* On a signal stack or a coroutine's: no bounds to trust. */
